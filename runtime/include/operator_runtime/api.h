@@ -1,0 +1,109 @@
+/* oprt: the C ABI shared by every operator.
+ *
+ * Every function is extern "C", exported with default visibility, and returns an
+ * oprt_status_t unless it returns a string. On failure a thread-local message
+ * says what was wrong; read it with oprt_last_error_message().
+ */
+#ifndef OPERATOR_RUNTIME_API_H_
+#define OPERATOR_RUNTIME_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define OPRT_EXTERN_C extern "C"
+#else
+#define OPRT_EXTERN_C
+#endif
+#define OPRT_API OPRT_EXTERN_C __attribute__((visibility("default")))
+
+#define OPRT_MAX_DIMS 8
+
+typedef enum {
+  OPRT_SUCCESS = 0,
+  OPRT_ERR_INVALID_ARG = 1,
+  OPRT_ERR_UNSUPPORTED_DTYPE = 2,
+  OPRT_ERR_RUNTIME = 3,
+  OPRT_ERR_INSUFFICIENT_WORKSPACE = 4,
+  OPRT_ERR_NOT_SUPPORTED = 5,
+} oprt_status_t;
+
+typedef enum {
+  OPRT_DTYPE_F16 = 0,
+  OPRT_DTYPE_F32 = 1,
+  OPRT_DTYPE_BF16 = 2,
+} oprt_dtype_t;
+
+typedef enum {
+  OPRT_BACKEND_AUTO = 0,
+  OPRT_BACKEND_NVIDIA = 1,
+  OPRT_BACKEND_METAX = 2,
+  OPRT_BACKEND_CPU = 3,
+} oprt_backend_t;
+
+/* A tensor as the caller lays it out: strides are in elements, not bytes.
+ * Only the first ndim entries of shape and strides are read. */
+typedef struct {
+  void *data;
+  oprt_dtype_t dtype;
+  int32_t ndim;
+  int64_t shape[OPRT_MAX_DIMS];
+  int64_t strides[OPRT_MAX_DIMS];
+} oprt_tensor_view_t;
+
+/* Short name of a status ("OPRT_ERR_INVALID_ARG"); never NULL. */
+OPRT_API const char *oprt_status_string(oprt_status_t status);
+
+/* What the last failing call on this thread said was wrong, e.g.
+ * "softmax: axis 3 out of range for ndim 2". Empty after a success. */
+OPRT_API const char *oprt_last_error_message(void);
+
+/* The backend that descriptors created on this thread will use. The setting is
+ * thread-local, so threads choosing different backends do not race. AUTO picks,
+ * at create time, the first built-in GPU backend that has a device, else cpu. */
+OPRT_API oprt_status_t oprt_set_backend(oprt_backend_t backend);
+OPRT_API oprt_status_t oprt_get_backend(oprt_backend_t *backend);
+OPRT_API const char *oprt_backend_string(oprt_backend_t backend);
+
+/* 1 when this library was built with the backend and it can run now (a GPU
+ * backend needs a device), else 0. */
+OPRT_API int32_t oprt_backend_available(oprt_backend_t backend);
+
+/* Bytes of one element of dtype, or 0 for an unknown dtype. */
+OPRT_API size_t oprt_dtype_size(oprt_dtype_t dtype);
+
+/* How an operator's output shape follows from its inputs, so bindings can
+ * allocate outputs without knowing the operator. */
+typedef enum {
+  OPRT_KIND_ELEMENTWISE = 0,   /* out = broadcast of the inputs' shapes */
+  OPRT_KIND_REDUCTION = 1,     /* out = input's shape without param "dim" */
+  OPRT_KIND_NORMALIZATION = 2, /* out = input's shape */
+} oprt_operator_kind_t;
+
+/* A uniform view of every operator, for bindings that should not need a new
+ * line per operator. params holds the operator's scalar parameters in the order
+ * of param_names (relu: negative_slope; reduce_sum and softmax: dim, the axis),
+ * each with its default in param_defaults. */
+typedef struct oprt_operator {
+  const char *name;
+  oprt_operator_kind_t kind;
+  int32_t num_inputs;
+  const char *const *input_names;
+  int32_t num_params;
+  const char *const *param_names;
+  const double *param_defaults;
+  oprt_status_t (*create)(void **desc, const oprt_tensor_view_t *out,
+                          const oprt_tensor_view_t *const *inputs, const double *params);
+  oprt_status_t (*get_workspace_size)(void *desc, size_t *bytes);
+  oprt_status_t (*execute)(void *desc, void *workspace, size_t workspace_size, void *out,
+                           const void *const *inputs, void *stream);
+  oprt_status_t (*destroy)(void *desc);
+} oprt_operator_t;
+
+/* The operator called name, or NULL (with a message) if it is not built in. */
+OPRT_API const oprt_operator_t *oprt_find_operator(const char *name);
+/* Number of built-in operators, and the i-th one (NULL when out of range). */
+OPRT_API int32_t oprt_operator_count(void);
+OPRT_API const oprt_operator_t *oprt_operator_at(int32_t index);
+
+#endif /* OPERATOR_RUNTIME_API_H_ */
