@@ -35,8 +35,24 @@ void register_backend(oprt_backend_t backend, AvailabilityFn available);
 void register_kernel(const char* op, oprt_backend_t backend, const void* kernel);
 const void* find_kernel(const char* op, oprt_backend_t backend);
 
-// Operators register their uniform table entry the same way.
+// Operators register their uniform table entry the same way (see
+// OPRT_REGISTER_OPERATOR below); oprt_find_operator() reads the table.
 void register_operator(const oprt_operator_t* op);
+
+// Every descriptor the runtime hands out derives from this, so execute and
+// destroy can tell a live descriptor from a stale or foreign pointer.
+struct Descriptor {
+  explicit Descriptor(const char* op_name, oprt_backend_t backend_kind);
+  virtual ~Descriptor();
+  const char* op;
+  oprt_backend_t backend;
+};
+// Records desc as live (create) / forgets it (destroy); is_live is what execute,
+// get_workspace_size and destroy check first, under a lock, so a destroyed or
+// never-created pointer gets OPRT_ERR_INVALID_ARG instead of a crash.
+void track(Descriptor* desc);
+bool untrack(Descriptor* desc);
+bool is_live(const void* desc, const char* op);
 
 // Checks a view's pointer, ndim (0..8), extents (>= 0), dtype and that its
 // element count fits int64. `role` names it in messages ("src", "out").
@@ -71,5 +87,9 @@ const char* shape_string(const oprt_tensor_view_t& view);
 #define OPRT_REGISTER_KERNEL(op, backend, fn)                                   \
   static const bool oprt_kernel_registered_##op##_##backend =                   \
       (::oprt::register_kernel(#op, backend, reinterpret_cast<const void*>(fn)), true)
+
+// Adds an operator's table entry at load time: `OPRT_REGISTER_OPERATOR(copy, entry)`.
+#define OPRT_REGISTER_OPERATOR(op, entry) \
+  static const bool oprt_operator_registered_##op = (::oprt::register_operator(&(entry)), true)
 
 #endif  // OPERATOR_RUNTIME_CORE_CORE_H_

@@ -1,0 +1,5 @@
+// copy on nvidia: the shared CUDA elementwise kernels instantiated for its functor.
+#include "ops/copy/copy_functor.h"
+#include "runtime/elementwise/elementwise_cuda.cuh"
+
+OPRT_REGISTER_KERNEL(copy, OPRT_BACKEND_NVIDIA, oprt::gpu::elementwise_kernel<oprt::CopyFunctor>);

@@ -1,0 +1,113 @@
+"""One macro declares an operator: its libraries per backend, its case table and its tests.
+
+An operator folder `ops/<op>/` holds `<op>.h` (public C header), `<op>.cc` (front end:
+validation, dispatch, op-table entry), `cpu/*.cc`, `nvidia/*.cu`, `cases.py` and a
+BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the op in
+`ops/registry.bzl` links it into the runtime; nothing else names it.
+"""
+
+load("@rules_cc//cc:defs.bzl", "cc_library")
+load("@rules_python//python:defs.bzl", "py_library", "py_test")
+load("//tools/cuda:defs.bzl", "cuda_library")
+
+# What each family of operators shares: the host plan library and the CUDA machinery.
+_FAMILIES = {
+    "elementwise": struct(
+        host = "//runtime:elementwise",
+        cuda = "//runtime:elementwise_cuda",
+    ),
+    "reduction": struct(
+        host = "//runtime:reduction",
+        cuda = "//runtime:reduction_cuda",
+    ),
+}
+
+# The GPU backends: each is built only on its platform and its tests need a device.
+_GPU_BACKENDS = {
+    "nvidia": "//tools/platforms:nvidia",
+}
+
+def _test(name, op, backend, target_compatible_with = None, tags = []):
+    py_test(
+        name = name,
+        srcs = ["//python/operator_runtime_testing:op_test_main.py"],
+        main = "//python/operator_runtime_testing:op_test_main.py",
+        args = ["--op=" + op, "--backend=" + backend],
+        deps = [
+            ":cases",
+            "//python:operator_runtime",
+            "//python/operator_runtime_testing",
+        ],
+        tags = tags,
+        target_compatible_with = target_compatible_with,
+    )
+
+def oprt_operator(name, family):
+    """Declares operator `name` of `family` ("elementwise" or "reduction").
+
+    Targets: `:<name>` (every backend the platform builds, linked into the runtime),
+    `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu) and the
+    suite `:test`, which runs the backends of the active config.
+    """
+    shared = _FAMILIES[family]
+    cc_library(
+        name = "header",
+        hdrs = [name + ".h"],
+        include_prefix = "operator_runtime/ops",
+        deps = ["//runtime:api"],
+        visibility = ["//visibility:public"],
+    )
+    cc_library(
+        name = "frontend",
+        srcs = [name + ".cc"],
+        hdrs = native.glob(["*_functor.h"]),
+        deps = [":header", shared.host],
+        alwayslink = True,
+    )
+    cc_library(
+        name = "cpu",
+        srcs = native.glob(["cpu/*.cc", "cpu/*.h"]),
+        deps = [":frontend"],
+        alwayslink = True,
+    )
+    backend_deps = {}
+    for backend, constraint in _GPU_BACKENDS.items():
+        cuda_library(
+            name = backend,
+            srcs = native.glob([backend + "/*.cu"]),
+            hdrs = native.glob([backend + "/*.cuh"]),
+            deps = [":frontend", shared.cuda],
+            target_compatible_with = [constraint],
+        )
+        backend_deps[constraint] = [":" + backend]
+    backend_deps["//conditions:default"] = []
+    cc_library(
+        name = name,
+        deps = [":frontend", ":cpu"] + select(backend_deps),
+        visibility = ["//visibility:public"],
+    )
+    py_library(
+        name = "cases",
+        srcs = ["cases.py"],
+        deps = ["//python/operator_runtime_testing"],
+        visibility = ["//visibility:public"],
+    )
+    # What the GPU-runner bundle carries of this operator besides the library.
+    native.filegroup(
+        name = "bundle_files",
+        srcs = [name + ".h", "cases.py"],
+        visibility = ["//tools/gpu_runner:__pkg__"],
+    )
+    _test("test_cpu", name, "cpu")
+    for backend, constraint in _GPU_BACKENDS.items():
+        _test(
+            "test_" + backend,
+            name,
+            backend,
+            target_compatible_with = [constraint],
+            tags = ["requires-gpu"],
+        )
+    native.test_suite(
+        name = "test",
+        tests = [":test_cpu"] + [":test_" + backend for backend in _GPU_BACKENDS],
+    )

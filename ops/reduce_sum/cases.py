@@ -1,0 +1,78 @@
+"""reduce_sum's tables: reference, tolerances, correctness, API-error and benchmark cases."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from operator_runtime_testing.api_errors import common_api_error_cases
+from operator_runtime_testing.cases import (
+    BenchmarkCase,
+    CorrectnessCase,
+    OpSpec,
+    Tolerance,
+    Values,
+    numel,
+    reduced_length,
+    spec,
+)
+from operator_runtime_testing.tables import DTYPES, axis_cases, named
+
+F32_EPS = torch.finfo(torch.float32).eps
+
+
+def reference(input: torch.Tensor, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
+    return torch.sum(input.double(), dim, keepdim=keepdim).to(input.dtype)
+
+
+def tolerance_rule(base: Tolerance, case: CorrectnessCase) -> Tolerance:
+    """A sum of n values of magnitude s has magnitude up to n*s, and f32
+    accumulation in any order errs by about n*eps*s at worst: atol grows with
+    n*s, while rtol stays the dtype's rounding of the result."""
+    n = max(reduced_length(case), 1)
+    scale = case.values.scale
+    return Tolerance(base.atol * scale * math.sqrt(n) + F32_EPS * n * scale, base.rtol)
+
+
+OP = OpSpec(
+    name="reduce_sum",
+    reference=reference,
+    tolerances={
+        torch.float32: Tolerance(1e-5, 1.3e-6),
+        torch.float16: Tolerance(1e-3, 1e-3),
+        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
+    },
+    tolerance_rule=tolerance_rule,
+    # One addition per input element.
+    flops=lambda case: numel(case.shapes[0]),
+)
+
+INF, NAN = float("inf"), float("nan")
+
+
+def correctness_cases() -> list[CorrectnessCase]:
+    extremes = [
+        ("magnitudes_1e4", Values("uniform", 1e4)),
+        ("all_equal_1e4", Values("constant", 1e4)),
+        ("nan_and_inf", Values(specials=(NAN, INF, -INF), spacing=13)),
+        ("one_inf_per_row", Values(specials=(INF, -INF), spacing=301)),
+    ]
+    return axis_cases(keeps_axis=False) + [
+        CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
+        for dtype in DTYPES
+        for name, values in extremes
+    ]
+
+
+def api_error_cases():
+    return common_api_error_cases(OP)
+
+
+def benchmark_cases() -> list[BenchmarkCase]:
+    problems = [((8192, 8192), -1), ((65536, 256), -1), ((8192, 8192), 0), ((256, 262144), -1)]
+    return [
+        BenchmarkCase(named(f"{'x'.join(map(str, shape))}_dim{dim}", dtype), (shape,), dtype, {"dim": dim})
+        for dtype in DTYPES
+        for shape, dim in problems
+    ]

@@ -1,0 +1,82 @@
+"""softmax's tables: reference, tolerances, correctness, API-error and benchmark cases."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from operator_runtime_testing.api_errors import common_api_error_cases
+from operator_runtime_testing.cases import (
+    BenchmarkCase,
+    CorrectnessCase,
+    OpSpec,
+    Tolerance,
+    Values,
+    numel,
+    reduced_length,
+    spec,
+)
+from operator_runtime_testing.tables import DTYPES, axis_cases, named
+
+F32_EPS = torch.finfo(torch.float32).eps
+# The smallest step a dtype can represent near 0; results of long rows get that small.
+_SMALLEST_STEP = {torch.float32: 0.0, torch.float16: 2.0**-24, torch.bfloat16: 0.0}
+
+
+def reference(input: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    return torch.softmax(input.double(), dim).to(input.dtype)
+
+
+def tolerance_rule(base: Tolerance, case: CorrectnessCase) -> Tolerance:
+    """Outputs average 1/n, so atol shrinks with the row length n; the f32 sum
+    of n exponentials adds about sqrt(n) roundings of relative error."""
+    n = max(reduced_length(case), 1)
+    return Tolerance(
+        max(base.atol / n, _SMALLEST_STEP[case.dtype]),
+        base.rtol + 2 * F32_EPS * math.sqrt(n),
+    )
+
+
+OP = OpSpec(
+    name="softmax",
+    reference=reference,
+    tolerances={
+        torch.float32: Tolerance(1e-6, 1e-5),
+        torch.float16: Tolerance(1e-3, 1e-3),
+        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
+    },
+    tolerance_rule=tolerance_rule,
+    # max, subtract, exp, sum, divide per element.
+    flops=lambda case: 5 * numel(case.shapes[0]),
+)
+
+INF, NAN = float("inf"), float("nan")
+
+
+def correctness_cases() -> list[CorrectnessCase]:
+    extremes = [
+        ("magnitudes_1e4", Values(scale=1e4)),
+        ("masked_minus_inf", Values(specials=(-INF,), spacing=3)),
+        ("all_minus_inf", Values(specials=(-INF,), spacing=1)),
+        ("nan_and_inf", Values(specials=(NAN, INF, -INF), spacing=11)),
+        ("all_equal_rows", Values("constant", 3.0)),
+    ]
+    return axis_cases(keeps_axis=True) + [
+        CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
+        for dtype in DTYPES
+        for name, values in extremes
+    ]
+
+
+def api_error_cases():
+    return common_api_error_cases(OP)
+
+
+def benchmark_cases() -> list[BenchmarkCase]:
+    shapes = [(8192, 8192), (1024, 32768), (32768, 1024), (256, 262144), (4096, 128)]
+    return [
+        BenchmarkCase(named(f"{rows}x{columns}", dtype), ((rows, columns),), dtype, {"dim": -1})
+        for dtype in DTYPES
+        for rows, columns in shapes
+    ]

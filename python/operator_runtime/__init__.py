@@ -1,0 +1,44 @@
+"""operator_runtime: fast memory-bound operators on CPU, NVIDIA, MetaX and TileLang.
+
+    import operator_runtime as ort
+    y = ort.softmax(x, dim=-1)                  # out-of-place, backend from x's device
+    ort.softmax_(out, x, dim=-1)                # writes into out
+    with ort.prepare_softmax(out, x) as p:      # descriptor and workspace reused
+        p.run(); p.run(x2)
+
+Every operator of the C runtime gets the same trio (copy, vector_add, relu,
+reduce_sum, softmax, ...); see ``operators()``.
+"""
+
+from operator_runtime import ops as _ops
+from operator_runtime.backends import (
+    available_backends,
+    get_default_backend,
+    register_python_backend,
+    set_default_backend,
+)
+from operator_runtime.errors import (
+    InsufficientWorkspaceError,
+    InvalidArgumentError,
+    NotSupportedError,
+    OperatorRuntimeError,
+    RuntimeFailure,
+    Status,
+    UnsupportedDtypeError,
+)
+from operator_runtime.ops import *  # noqa: F401,F403  (the generated operator functions)
+
+__all__ = [
+    *_ops.__all__,
+    "available_backends",
+    "get_default_backend",
+    "register_python_backend",
+    "set_default_backend",
+    "InsufficientWorkspaceError",
+    "InvalidArgumentError",
+    "NotSupportedError",
+    "OperatorRuntimeError",
+    "RuntimeFailure",
+    "Status",
+    "UnsupportedDtypeError",
+]

@@ -1,0 +1,1 @@
+"""Private plumbing of operator_runtime: tensor views, devices, streams."""

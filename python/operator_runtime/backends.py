@@ -1,0 +1,128 @@
+"""Choosing the backend an operator runs on.
+
+Backends: "cpu", "nvidia", "metax" (built into the C runtime) and "tilelang"
+(Python TileLang kernels, supplied through ``register_python_backend``). When a
+call names no backend, the default set with ``set_default_backend`` is used;
+without one, the tensors' device decides: CPU tensors run on "cpu", CUDA
+tensors on "nvidia" (or "metax" on a MetaX build, whose devices torch also
+calls "cuda").
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+import torch
+
+from operator_runtime import _C
+from operator_runtime.errors import InvalidArgumentError, NotSupportedError
+
+BACKEND_NAMES = ("cpu", "nvidia", "metax", "tilelang")
+
+# Backends implemented in the C runtime, by name.
+NATIVE_BACKEND_CODES = {
+    "cpu": _C.OPRT_BACKEND_CPU,
+    "nvidia": _C.OPRT_BACKEND_NVIDIA,
+    "metax": _C.OPRT_BACKEND_METAX,
+}
+# The kind of torch device each native backend runs.
+_DEVICE_TYPE = {"cpu": "cpu", "nvidia": "cuda", "metax": "cuda"}
+
+
+class PythonKernel(Protocol):
+    """One prepared kernel of a Python backend (see register_python_backend)."""
+
+    def run(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], stream: int) -> None: ...
+
+    def destroy(self) -> None: ...
+
+
+class PythonBackend(Protocol):
+    """A backend written in Python, such as TileLang."""
+
+    def available(self) -> bool: ...
+
+    def runs_on(self, device: torch.device) -> bool: ...
+
+    def prepare(
+        self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params: Sequence[float]
+    ) -> PythonKernel: ...
+
+
+_python_backends: dict[str, PythonBackend] = {}
+_default_backend: str | None = None
+
+
+def register_python_backend(name: str, backend: PythonBackend) -> None:
+    """Installs the implementation behind a Python backend name ("tilelang")."""
+    if name in NATIVE_BACKEND_CODES or name not in BACKEND_NAMES:
+        raise InvalidArgumentError(f"{name!r} is not a Python backend name")
+    _python_backends[name] = backend
+
+
+def unregister_python_backend(name: str) -> None:
+    _python_backends.pop(name, None)
+
+
+def python_backend(name: str) -> PythonBackend | None:
+    return _python_backends.get(name)
+
+
+def is_available(name: str) -> bool:
+    if name in NATIVE_BACKEND_CODES:
+        return _C.backend_available(NATIVE_BACKEND_CODES[name])
+    backend = _python_backends.get(name)
+    return backend is not None and backend.available()
+
+
+def available_backends() -> list[str]:
+    """Names of the backends that can run now (built in and, for GPUs, with a device)."""
+    return [name for name in BACKEND_NAMES if is_available(name)]
+
+
+def _check_name(name: str) -> str:
+    if name not in BACKEND_NAMES:
+        raise InvalidArgumentError(
+            f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}"
+        )
+    return name
+
+
+def set_default_backend(name: str | None) -> None:
+    """Makes name the backend of calls that name none; None restores choosing
+    by the tensors' device."""
+    global _default_backend
+    _default_backend = None if name is None else _check_name(name)
+
+
+def get_default_backend() -> str | None:
+    """The backend set by set_default_backend, or None when the device decides."""
+    return _default_backend
+
+
+def _backend_for_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        if not is_available("nvidia") and is_available("metax"):
+            return "metax"
+        return "nvidia"
+    return "cpu"
+
+
+def resolve(op: str, backend: str | None, device: torch.device) -> str:
+    """The backend to run op on tensors of device, checked to be usable."""
+    name = backend or _default_backend or _backend_for_device(device)
+    _check_name(name)
+    if not is_available(name):
+        if name == "tilelang" and name not in _python_backends:
+            raise NotSupportedError("tilelang backend is not available in this build")
+        raise NotSupportedError(
+            f"{op}: backend {name!r} is not available: it is not built into this runtime "
+            f"or has no device (available: {', '.join(available_backends())})"
+        )
+    python_backend = _python_backends.get(name)
+    runs = python_backend.runs_on(device) if python_backend else device.type == _DEVICE_TYPE[name]
+    if not runs:
+        needs = f"; it needs {_DEVICE_TYPE[name]} tensors" if name in _DEVICE_TYPE else ""
+        raise InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
+    return name
+

@@ -1,0 +1,309 @@
+// The runtime core: status and dtype strings, the thread-local error message
+// and backend setting, the backend / kernel / operator registries and
+// descriptor liveness. Tensor-view helpers live in tensor_view.cc.
+#include "runtime/core/core.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace oprt {
+namespace {
+
+// Long enough for any message the runtime writes; longer ones are truncated.
+constexpr size_t kMessageCapacity = 512;
+thread_local char t_last_error[kMessageCapacity] = "";
+thread_local oprt_backend_t t_backend = OPRT_BACKEND_AUTO;
+
+bool is_valid_backend(oprt_backend_t backend) {
+  return backend >= OPRT_BACKEND_AUTO && backend <= OPRT_BACKEND_CPU;
+}
+
+// Registries are function-local statics so that backends and operators may
+// register from static initialisers in any translation unit, in any order.
+struct BackendSlot {
+  AvailabilityFn available = nullptr;
+  int cached = -1;  // -1: not probed yet; probing a GPU is slow, devices do not come and go
+};
+
+struct BackendRegistry {
+  std::mutex mutex;
+  BackendSlot slots[OPRT_BACKEND_CPU + 1];
+  BackendRegistry() {
+    slots[OPRT_BACKEND_CPU].available = [] { return true; };
+  }
+};
+
+BackendRegistry& backend_registry() {
+  static BackendRegistry registry;
+  return registry;
+}
+
+bool backend_registered(oprt_backend_t backend) {
+  BackendRegistry& registry = backend_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  return registry.slots[backend].available != nullptr;
+}
+
+bool backend_has_device(oprt_backend_t backend) {
+  BackendRegistry& registry = backend_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  BackendSlot& slot = registry.slots[backend];
+  if (slot.available == nullptr) return false;
+  if (slot.cached < 0) slot.cached = slot.available() ? 1 : 0;
+  return slot.cached == 1;
+}
+
+struct KernelRegistry {
+  std::mutex mutex;
+  std::map<std::pair<std::string, int>, const void*> kernels;
+};
+
+KernelRegistry& kernel_registry() {
+  static KernelRegistry registry;
+  return registry;
+}
+
+struct OperatorTable {
+  std::mutex mutex;
+  std::vector<const oprt_operator_t*> ops;  // sorted by name, so the order does not depend on link order
+};
+
+OperatorTable& operator_table() {
+  static OperatorTable table;
+  return table;
+}
+
+struct LiveDescriptors {
+  std::mutex mutex;
+  std::unordered_set<const Descriptor*> live;
+};
+
+LiveDescriptors& live_descriptors() {
+  static LiveDescriptors descriptors;
+  return descriptors;
+}
+
+// A registration conflict is a build mistake that no caller could handle.
+[[noreturn]] void die(const char* what, const char* name) {
+  std::fprintf(stderr, "oprt: %s %s registered twice\n", what, name);
+  std::abort();
+}
+
+}  // namespace
+
+oprt_status_t fail(oprt_status_t status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(t_last_error, kMessageCapacity, format, args);
+  va_end(args);
+  return status;
+}
+
+oprt_status_t succeed() {
+  t_last_error[0] = '\0';
+  return OPRT_SUCCESS;
+}
+
+const char* dtype_name(oprt_dtype_t dtype) {
+  switch (dtype) {
+    case OPRT_DTYPE_F16: return "f16";
+    case OPRT_DTYPE_F32: return "f32";
+    case OPRT_DTYPE_BF16: return "bf16";
+  }
+  return "unknown";
+}
+
+bool is_valid_dtype(oprt_dtype_t dtype) {
+  return dtype == OPRT_DTYPE_F16 || dtype == OPRT_DTYPE_F32 || dtype == OPRT_DTYPE_BF16;
+}
+
+oprt_status_t resolve_backend(const char* op, oprt_backend_t* backend) {
+  const oprt_backend_t wanted = t_backend;
+  if (wanted == OPRT_BACKEND_AUTO) {
+    for (oprt_backend_t gpu : {OPRT_BACKEND_NVIDIA, OPRT_BACKEND_METAX}) {
+      if (backend_has_device(gpu)) {
+        *backend = gpu;
+        return OPRT_SUCCESS;
+      }
+    }
+    *backend = OPRT_BACKEND_CPU;
+    return OPRT_SUCCESS;
+  }
+  if (!backend_registered(wanted)) {
+    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: backend %s is not built into this library", op,
+                oprt_backend_string(wanted));
+  }
+  if (!backend_has_device(wanted)) {
+    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: backend %s has no device", op,
+                oprt_backend_string(wanted));
+  }
+  *backend = wanted;
+  return OPRT_SUCCESS;
+}
+
+void register_backend(oprt_backend_t backend, AvailabilityFn available) {
+  if (!is_valid_backend(backend) || backend == OPRT_BACKEND_AUTO) die("backend", "AUTO or unknown");
+  BackendRegistry& registry = backend_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  BackendSlot& slot = registry.slots[backend];
+  if (slot.available != nullptr && backend != OPRT_BACKEND_CPU) {
+    die("backend", oprt_backend_string(backend));
+  }
+  slot.available = available;
+  slot.cached = -1;
+}
+
+void register_kernel(const char* op, oprt_backend_t backend, const void* kernel) {
+  KernelRegistry& registry = kernel_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  if (!registry.kernels.emplace(std::make_pair(std::string(op), static_cast<int>(backend)), kernel)
+           .second) {
+    die("kernel", op);
+  }
+}
+
+const void* find_kernel(const char* op, oprt_backend_t backend) {
+  KernelRegistry& registry = kernel_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto it = registry.kernels.find(std::make_pair(std::string(op), static_cast<int>(backend)));
+  return it == registry.kernels.end() ? nullptr : it->second;
+}
+
+void register_operator(const oprt_operator_t* op) {
+  OperatorTable& table = operator_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  auto by_name = [](const oprt_operator_t* a, const char* name) {
+    return std::strcmp(a->name, name) < 0;
+  };
+  auto it = std::lower_bound(table.ops.begin(), table.ops.end(), op->name, by_name);
+  if (it != table.ops.end() && std::strcmp((*it)->name, op->name) == 0) die("operator", op->name);
+  table.ops.insert(it, op);
+}
+
+Descriptor::Descriptor(const char* op_name, oprt_backend_t backend_kind)
+    : op(op_name), backend(backend_kind) {}
+
+Descriptor::~Descriptor() = default;
+
+void track(Descriptor* desc) {
+  LiveDescriptors& descriptors = live_descriptors();
+  std::lock_guard<std::mutex> lock(descriptors.mutex);
+  descriptors.live.insert(desc);
+}
+
+bool untrack(Descriptor* desc) {
+  LiveDescriptors& descriptors = live_descriptors();
+  std::lock_guard<std::mutex> lock(descriptors.mutex);
+  return descriptors.live.erase(desc) == 1;
+}
+
+bool is_live(const void* desc, const char* op) {
+  if (desc == nullptr) return false;
+  LiveDescriptors& descriptors = live_descriptors();
+  std::lock_guard<std::mutex> lock(descriptors.mutex);
+  // Only a pointer found in the set is dereferenced.
+  auto it = descriptors.live.find(static_cast<const Descriptor*>(desc));
+  return it != descriptors.live.end() && std::strcmp((*it)->op, op) == 0;
+}
+
+}  // namespace oprt
+
+using oprt::fail;
+using oprt::succeed;
+
+const char* oprt_status_string(oprt_status_t status) {
+  switch (status) {
+    case OPRT_SUCCESS: return "OPRT_SUCCESS";
+    case OPRT_ERR_INVALID_ARG: return "OPRT_ERR_INVALID_ARG";
+    case OPRT_ERR_UNSUPPORTED_DTYPE: return "OPRT_ERR_UNSUPPORTED_DTYPE";
+    case OPRT_ERR_RUNTIME: return "OPRT_ERR_RUNTIME";
+    case OPRT_ERR_INSUFFICIENT_WORKSPACE: return "OPRT_ERR_INSUFFICIENT_WORKSPACE";
+    case OPRT_ERR_NOT_SUPPORTED: return "OPRT_ERR_NOT_SUPPORTED";
+  }
+  return "OPRT_ERR_UNKNOWN_STATUS";
+}
+
+const char* oprt_last_error_message(void) { return oprt::t_last_error; }
+
+oprt_status_t oprt_set_backend(oprt_backend_t backend) {
+  if (!oprt::is_valid_backend(backend)) {
+    return fail(OPRT_ERR_INVALID_ARG, "set_backend: unknown backend %d", static_cast<int>(backend));
+  }
+  oprt::t_backend = backend;
+  return succeed();
+}
+
+oprt_status_t oprt_get_backend(oprt_backend_t* backend) {
+  if (backend == nullptr) return fail(OPRT_ERR_INVALID_ARG, "get_backend: backend is null");
+  *backend = oprt::t_backend;
+  return succeed();
+}
+
+const char* oprt_backend_string(oprt_backend_t backend) {
+  switch (backend) {
+    case OPRT_BACKEND_AUTO: return "auto";
+    case OPRT_BACKEND_NVIDIA: return "nvidia";
+    case OPRT_BACKEND_METAX: return "metax";
+    case OPRT_BACKEND_CPU: return "cpu";
+  }
+  return "unknown";
+}
+
+int32_t oprt_backend_available(oprt_backend_t backend) {
+  if (!oprt::is_valid_backend(backend)) return 0;
+  // AUTO always resolves to something: at worst the cpu backend.
+  if (backend == OPRT_BACKEND_AUTO) return 1;
+  return oprt::backend_has_device(backend) ? 1 : 0;
+}
+
+size_t oprt_dtype_size(oprt_dtype_t dtype) {
+  switch (dtype) {
+    case OPRT_DTYPE_F16: return 2;
+    case OPRT_DTYPE_F32: return 4;
+    case OPRT_DTYPE_BF16: return 2;
+  }
+  return 0;
+}
+
+const oprt_operator_t* oprt_find_operator(const char* name) {
+  if (name == nullptr) {
+    fail(OPRT_ERR_INVALID_ARG, "find_operator: name is null");
+    return nullptr;
+  }
+  oprt::OperatorTable& table = oprt::operator_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  for (const oprt_operator_t* op : table.ops) {
+    if (std::strcmp(op->name, name) == 0) {
+      succeed();
+      return op;
+    }
+  }
+  fail(OPRT_ERR_NOT_SUPPORTED, "find_operator: operator '%s' is not built into this library", name);
+  return nullptr;
+}
+
+int32_t oprt_operator_count(void) {
+  oprt::OperatorTable& table = oprt::operator_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  return static_cast<int32_t>(table.ops.size());
+}
+
+const oprt_operator_t* oprt_operator_at(int32_t index) {
+  oprt::OperatorTable& table = oprt::operator_table();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  if (index < 0 || static_cast<size_t>(index) >= table.ops.size()) {
+    fail(OPRT_ERR_INVALID_ARG, "operator_at: index %d out of range for %zu operators", index,
+         table.ops.size());
+    return nullptr;
+  }
+  succeed();
+  return table.ops[static_cast<size_t>(index)];
+}

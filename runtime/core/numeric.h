@@ -1,0 +1,183 @@
+// Element types shared by host and device code: 16-bit float storage with
+// exact round-to-nearest-even conversions, dtype -> storage-type traits, and
+// dispatch_dtype(), which instantiates a backend's code once per dtype.
+//
+// Kernels load storage values, compute in f32 and store back in the dtype.
+// f16/bf16 are plain 16-bit structs on host and device alike; only the
+// conversion functions differ (hardware intrinsics in device code).
+#ifndef OPERATOR_RUNTIME_CORE_NUMERIC_H_
+#define OPERATOR_RUNTIME_CORE_NUMERIC_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/core/core.h"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define OPRT_HOST_DEVICE __host__ __device__
+#else
+#define OPRT_HOST_DEVICE
+#endif
+
+namespace oprt {
+
+struct f16 {
+  uint16_t bits;
+};
+struct bf16 {
+  uint16_t bits;
+};
+
+namespace detail {
+
+inline uint32_t float_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+inline float bits_float(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Rounds `value >> shift` to nearest, ties to even.
+inline uint32_t shift_right_rne(uint32_t value, int shift) {
+  const uint32_t kept = value >> shift;
+  const uint32_t rest = value & ((1u << shift) - 1);
+  const uint32_t half = 1u << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+}
+
+inline uint16_t host_float_to_f16(float value) {
+  const uint32_t bits = float_bits(value);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) {  // NaN: stays a quiet NaN, keeps the top payload bits
+    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
+  }
+  if (magnitude >= 0x477ff000u) {  // >= 65520 rounds past the largest f16 (65504): inf
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  }
+  if (magnitude >= 0x38800000u) {  // normal f16: rebias the exponent 127 -> 15
+    return static_cast<uint16_t>(sign | shift_right_rne(magnitude - 0x38000000u, 13));
+  }
+  // Subnormal f16, m * 2^-24: shift the float's full significand into place.
+  // A rounding carry into bit 10 yields the smallest normal, which is correct.
+  const int exponent = static_cast<int>(magnitude >> 23) - 127;
+  const int shift = -exponent - 1;
+  if (shift > 24) return static_cast<uint16_t>(sign);  // below half the smallest subnormal
+  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  return static_cast<uint16_t>(sign | shift_right_rne(significand, shift));
+}
+
+inline float host_f16_to_float(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  const uint32_t exponent = (half >> 10) & 0x1fu;
+  const uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    const float subnormal = static_cast<float>(mantissa) * 5.9604644775390625e-08f;  // m * 2^-24, exact
+    return sign ? -subnormal : subnormal;
+  }
+  return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+inline uint16_t host_float_to_bf16(float value) {
+  const uint32_t bits = float_bits(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: truncate, forcing the quiet bit
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  }
+  // Overflow carries into the exponent and produces inf, as it should.
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+inline float host_bf16_to_float(uint16_t value) {
+  return bits_float(static_cast<uint32_t>(value) << 16);
+}
+
+}  // namespace detail
+
+OPRT_HOST_DEVICE inline float to_float(float value) { return value; }
+
+OPRT_HOST_DEVICE inline float to_float(f16 value) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(value.bits));
+#else
+  return detail::host_f16_to_float(value.bits);
+#endif
+}
+
+OPRT_HOST_DEVICE inline float to_float(bf16 value) {
+#if defined(__CUDA_ARCH__)
+  return __bfloat162float(__ushort_as_bfloat16(value.bits));
+#else
+  return detail::host_bf16_to_float(value.bits);
+#endif
+}
+
+template <class T>
+OPRT_HOST_DEVICE T from_float(float value);
+
+template <>
+OPRT_HOST_DEVICE inline float from_float<float>(float value) {
+  return value;
+}
+
+template <>
+OPRT_HOST_DEVICE inline f16 from_float<f16>(float value) {
+#if defined(__CUDA_ARCH__)
+  return f16{__half_as_ushort(__float2half_rn(value))};
+#else
+  return f16{detail::host_float_to_f16(value)};
+#endif
+}
+
+template <>
+OPRT_HOST_DEVICE inline bf16 from_float<bf16>(float value) {
+#if defined(__CUDA_ARCH__)
+  return bf16{__bfloat16_as_ushort(__float2bfloat16_rn(value))};
+#else
+  return bf16{detail::host_float_to_bf16(value)};
+#endif
+}
+
+// The storage type of each dtype: DtypeTraits<OPRT_DTYPE_BF16>::type is bf16.
+template <oprt_dtype_t dtype>
+struct DtypeTraits;
+template <>
+struct DtypeTraits<OPRT_DTYPE_F32> {
+  using type = float;
+};
+template <>
+struct DtypeTraits<OPRT_DTYPE_F16> {
+  using type = f16;
+};
+template <>
+struct DtypeTraits<OPRT_DTYPE_BF16> {
+  using type = bf16;
+};
+
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls fn(TypeTag<T>{}) with T the storage type of dtype and returns its
+// status: `dispatch_dtype(dt, [&](auto tag) { using T = typename decltype(tag)::type; ... })`.
+template <class Fn>
+oprt_status_t dispatch_dtype(oprt_dtype_t dtype, Fn&& fn) {
+  switch (dtype) {
+    case OPRT_DTYPE_F32: return fn(TypeTag<float>{});
+    case OPRT_DTYPE_F16: return fn(TypeTag<f16>{});
+    case OPRT_DTYPE_BF16: return fn(TypeTag<bf16>{});
+  }
+  return fail(OPRT_ERR_UNSUPPORTED_DTYPE, "unknown dtype %d", static_cast<int>(dtype));
+}
+
+}  // namespace oprt
+
+#endif  // OPERATOR_RUNTIME_CORE_NUMERIC_H_

@@ -1,0 +1,277 @@
+// operator_runtime._C: a thin pybind11 binding over the C ABI's generic
+// operator table. It knows no operator by name, so adding an operator needs no
+// change here. Tensors arrive as view tuples (data_ptr, dtype, shape, strides)
+// built by the Python layer; failures raise _C.Error(status, message).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <operator_runtime/api.h>
+
+namespace py = pybind11;
+
+namespace {
+
+// Inputs are gathered into a stack array on the execute hot path; no operator
+// comes close to this many.
+constexpr int32_t kMaxInputs = 8;
+
+PyObject* error_type = nullptr;
+
+[[noreturn]] void raise_error(oprt_status_t status, const std::string& message) {
+  std::string text = message.empty() ? oprt_status_string(status) : message;
+  PyObject* args = Py_BuildValue("(is)", static_cast<int>(status), text.c_str());
+  PyErr_SetObject(error_type, args);
+  Py_XDECREF(args);
+  throw py::error_already_set();
+}
+
+// Reads the thread's message right after the failing call, before any later
+// call on this thread clears it.
+[[noreturn]] void raise_last_error(oprt_status_t status) {
+  raise_error(status, oprt_last_error_message());
+}
+
+oprt_tensor_view_t parse_view(const char* op, const char* role, py::handle view_object) {
+  auto fields = py::reinterpret_borrow<py::sequence>(view_object);
+  if (py::len(fields) != 4) {
+    raise_error(OPRT_ERR_INVALID_ARG, std::string(op) + ": " + role +
+                                          " view must be (data_ptr, dtype, shape, strides)");
+  }
+  auto shape = py::reinterpret_borrow<py::sequence>(fields[2]);
+  auto strides = py::reinterpret_borrow<py::sequence>(fields[3]);
+  const size_t ndim = py::len(shape);
+  if (py::len(strides) != ndim) {
+    raise_error(OPRT_ERR_INVALID_ARG, std::string(op) + ": " + role + " has " +
+                                          std::to_string(ndim) + " extents but " +
+                                          std::to_string(py::len(strides)) + " strides");
+  }
+  if (ndim > OPRT_MAX_DIMS) {
+    raise_error(OPRT_ERR_INVALID_ARG, std::string(op) + ": " + role + " has ndim " +
+                                          std::to_string(ndim) + ", more than the supported " +
+                                          std::to_string(OPRT_MAX_DIMS));
+  }
+  oprt_tensor_view_t view{};
+  view.data = reinterpret_cast<void*>(fields[0].cast<uintptr_t>());
+  view.dtype = static_cast<oprt_dtype_t>(fields[1].cast<int>());
+  view.ndim = static_cast<int32_t>(ndim);
+  for (size_t d = 0; d < ndim; ++d) {
+    view.shape[d] = shape[d].cast<int64_t>();
+    view.strides[d] = strides[d].cast<int64_t>();
+  }
+  return view;
+}
+
+// Restores the thread's backend choice however create exits.
+class BackendScope {
+ public:
+  explicit BackendScope(oprt_backend_t backend) {
+    oprt_get_backend(&previous_);
+    status_ = oprt_set_backend(backend);
+  }
+  ~BackendScope() { oprt_set_backend(previous_); }
+  oprt_status_t status() const { return status_; }
+
+ private:
+  oprt_backend_t previous_ = OPRT_BACKEND_AUTO;
+  oprt_status_t status_;
+};
+
+class Descriptor {
+ public:
+  Descriptor(const std::string& op_name, int backend, py::handle out, py::sequence inputs,
+             py::sequence params)
+      : backend_(static_cast<oprt_backend_t>(backend)) {
+    op_ = oprt_find_operator(op_name.c_str());
+    if (op_ == nullptr) raise_last_error(OPRT_ERR_NOT_SUPPORTED);
+    const char* name = op_->name;
+    if (op_->num_inputs > kMaxInputs) {
+      raise_error(OPRT_ERR_NOT_SUPPORTED,
+                  std::string(name) + ": the binding supports at most " +
+                      std::to_string(kMaxInputs) + " inputs");
+    }
+    if (static_cast<int32_t>(py::len(inputs)) != op_->num_inputs) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(name) + ": expected " +
+                                            std::to_string(op_->num_inputs) + " inputs, got " +
+                                            std::to_string(py::len(inputs)));
+    }
+    if (static_cast<int32_t>(py::len(params)) != op_->num_params) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(name) + ": expected " +
+                                            std::to_string(op_->num_params) + " params, got " +
+                                            std::to_string(py::len(params)));
+    }
+    const oprt_tensor_view_t out_view = parse_view(name, "out", out);
+    std::vector<oprt_tensor_view_t> input_views;
+    for (int32_t i = 0; i < op_->num_inputs; ++i) {
+      input_views.push_back(parse_view(name, op_->input_names[i], inputs[i]));
+    }
+    std::vector<const oprt_tensor_view_t*> input_view_ptrs;
+    for (const auto& view : input_views) input_view_ptrs.push_back(&view);
+    std::vector<double> param_values;
+    for (py::handle param : params) param_values.push_back(param.cast<double>());
+
+    oprt_status_t status;
+    std::string message;
+    {
+      // Create may probe devices; other Python threads can run meanwhile.
+      py::gil_scoped_release release;
+      BackendScope scope(backend_);
+      status = scope.status();
+      if (status == OPRT_SUCCESS) {
+        status = op_->create(&desc_, &out_view, input_view_ptrs.data(), param_values.data());
+      }
+      if (status != OPRT_SUCCESS) message = oprt_last_error_message();
+    }
+    if (status != OPRT_SUCCESS) raise_error(status, message);
+
+    status = op_->get_workspace_size(desc_, &workspace_size_);
+    if (status != OPRT_SUCCESS) {
+      message = oprt_last_error_message();
+      op_->destroy(desc_);
+      desc_ = nullptr;
+      raise_error(status, message);
+    }
+  }
+
+  ~Descriptor() {
+    if (desc_ != nullptr) op_->destroy(desc_);
+  }
+
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+
+  // The prepared-run hot path: no allocation, one pass over the input pointers.
+  void execute(uintptr_t out, py::handle inputs, uintptr_t stream, uintptr_t workspace,
+               size_t workspace_size) {
+    if (desc_ == nullptr) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": descriptor was destroyed");
+    }
+    PyObject* sequence = PySequence_Fast(inputs.ptr(), "inputs must be a sequence of data pointers");
+    if (sequence == nullptr) throw py::error_already_set();
+    const Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    if (count != op_->num_inputs) {
+      Py_DECREF(sequence);
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": expected " +
+                                            std::to_string(op_->num_inputs) +
+                                            " input pointers, got " + std::to_string(count));
+    }
+    const void* input_ptrs[kMaxInputs];
+    PyObject** items = PySequence_Fast_ITEMS(sequence);
+    for (Py_ssize_t i = 0; i < count; ++i) input_ptrs[i] = PyLong_AsVoidPtr(items[i]);
+    Py_DECREF(sequence);
+    if (PyErr_Occurred()) throw py::error_already_set();
+
+    oprt_status_t status;
+    std::string message;
+    {
+      py::gil_scoped_release release;
+      status = op_->execute(desc_, reinterpret_cast<void*>(workspace), workspace_size,
+                            reinterpret_cast<void*>(out), input_ptrs,
+                            reinterpret_cast<void*>(stream));
+      if (status != OPRT_SUCCESS) message = oprt_last_error_message();
+    }
+    if (status != OPRT_SUCCESS) raise_error(status, message);
+  }
+
+  void destroy() {
+    if (desc_ == nullptr) return;
+    void* desc = desc_;
+    desc_ = nullptr;
+    const oprt_status_t status = op_->destroy(desc);
+    if (status != OPRT_SUCCESS) raise_last_error(status);
+  }
+
+  size_t workspace_size() const { return workspace_size_; }
+  int backend() const { return static_cast<int>(backend_); }
+  std::string op_name() const { return op_->name; }
+  bool destroyed() const { return desc_ == nullptr; }
+
+ private:
+  const oprt_operator_t* op_ = nullptr;
+  void* desc_ = nullptr;
+  oprt_backend_t backend_;
+  size_t workspace_size_ = 0;
+};
+
+py::list operators() {
+  py::list table;
+  const int32_t count = oprt_operator_count();
+  for (int32_t i = 0; i < count; ++i) {
+    const oprt_operator_t* op = oprt_operator_at(i);
+    py::tuple input_names(op->num_inputs);
+    for (int32_t j = 0; j < op->num_inputs; ++j) input_names[j] = py::str(op->input_names[j]);
+    py::tuple param_names(op->num_params);
+    py::tuple param_defaults(op->num_params);
+    for (int32_t j = 0; j < op->num_params; ++j) {
+      param_names[j] = py::str(op->param_names[j]);
+      param_defaults[j] = py::float_(op->param_defaults[j]);
+    }
+    table.append(py::make_tuple(op->name, static_cast<int>(op->kind), input_names, param_names,
+                                param_defaults));
+  }
+  return table;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "Thin binding over the operator_runtime C ABI (use the operator_runtime package).";
+
+  error_type = PyErr_NewException("operator_runtime._C.Error", PyExc_RuntimeError, nullptr);
+  m.add_object("Error", py::handle(error_type));
+
+#define OPRT_EXPORT_CONSTANT(name) m.attr(#name) = static_cast<int>(name)
+  OPRT_EXPORT_CONSTANT(OPRT_SUCCESS);
+  OPRT_EXPORT_CONSTANT(OPRT_ERR_INVALID_ARG);
+  OPRT_EXPORT_CONSTANT(OPRT_ERR_UNSUPPORTED_DTYPE);
+  OPRT_EXPORT_CONSTANT(OPRT_ERR_RUNTIME);
+  OPRT_EXPORT_CONSTANT(OPRT_ERR_INSUFFICIENT_WORKSPACE);
+  OPRT_EXPORT_CONSTANT(OPRT_ERR_NOT_SUPPORTED);
+  OPRT_EXPORT_CONSTANT(OPRT_DTYPE_F16);
+  OPRT_EXPORT_CONSTANT(OPRT_DTYPE_F32);
+  OPRT_EXPORT_CONSTANT(OPRT_DTYPE_BF16);
+  OPRT_EXPORT_CONSTANT(OPRT_BACKEND_AUTO);
+  OPRT_EXPORT_CONSTANT(OPRT_BACKEND_NVIDIA);
+  OPRT_EXPORT_CONSTANT(OPRT_BACKEND_METAX);
+  OPRT_EXPORT_CONSTANT(OPRT_BACKEND_CPU);
+  OPRT_EXPORT_CONSTANT(OPRT_KIND_ELEMENTWISE);
+  OPRT_EXPORT_CONSTANT(OPRT_KIND_REDUCTION);
+  OPRT_EXPORT_CONSTANT(OPRT_KIND_NORMALIZATION);
+  OPRT_EXPORT_CONSTANT(OPRT_MAX_DIMS);
+#undef OPRT_EXPORT_CONSTANT
+
+  m.def("operators", &operators,
+        "The built-in operators as (name, kind, input_names, param_names, param_defaults).");
+  m.def(
+      "status_string",
+      [](int status) { return std::string(oprt_status_string(static_cast<oprt_status_t>(status))); },
+      py::arg("status"));
+  m.def(
+      "backend_string",
+      [](int backend) {
+        return std::string(oprt_backend_string(static_cast<oprt_backend_t>(backend)));
+      },
+      py::arg("backend"));
+  m.def(
+      "backend_available",
+      [](int backend) { return oprt_backend_available(static_cast<oprt_backend_t>(backend)) != 0; },
+      py::arg("backend"));
+
+  py::class_<Descriptor>(m, "Descriptor")
+      .def(py::init<const std::string&, int, py::handle, py::sequence, py::sequence>(),
+           py::arg("op_name"), py::arg("backend"), py::arg("out_view"), py::arg("input_views"),
+           py::arg("params"),
+           "Creates an operator descriptor on the given backend; a view is "
+           "(data_ptr, dtype, shape, strides) with strides in elements.")
+      .def("execute", &Descriptor::execute, py::arg("out_ptr"), py::arg("input_ptrs"),
+           py::arg("stream") = 0, py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
+           "Launches on stream (0 = default); never synchronises.")
+      .def("destroy", &Descriptor::destroy, "Releases the descriptor; later calls are errors.")
+      .def_property_readonly("workspace_size", &Descriptor::workspace_size)
+      .def_property_readonly("backend", &Descriptor::backend)
+      .def_property_readonly("op_name", &Descriptor::op_name)
+      .def_property_readonly("destroyed", &Descriptor::destroyed);
+}

@@ -1,0 +1,287 @@
+// The host side of the reduction family: validation, the row plan, and the
+// descriptor lifecycle shared by reduce_sum and softmax.
+#include "runtime/reduction/reduction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+namespace oprt {
+namespace {
+
+// Kernels move partial results in the workspace as words of up to 16 bytes.
+constexpr size_t kWorkspaceAlignment = 16;
+
+struct ReductionDescriptor final : Descriptor {
+  ReductionDescriptor(const char* op_name, oprt_backend_t backend_kind)
+      : Descriptor(op_name, backend_kind) {}
+  const ReductionKernels* kernels = nullptr;
+  ReductionPlan plan{};
+  size_t workspace_bytes = 0;
+  // The layouts create checked, so execute can check the pointers it gets
+  // against the same overlap rules.
+  oprt_tensor_view_t out_view{};
+  oprt_tensor_view_t in_view{};
+};
+
+bool keeps_axis_in_out(const ReductionOp& op) { return op.kind == OPRT_KIND_NORMALIZATION; }
+
+// out's shape for a reduction: in's shape without the axis, or with 1 there.
+bool is_reduced_shape(const oprt_tensor_view_t& out, const oprt_tensor_view_t& in, int32_t axis) {
+  if (out.ndim == in.ndim - 1) {
+    for (int32_t d = 0; d < out.ndim; ++d) {
+      if (out.shape[d] != in.shape[d < axis ? d : d + 1]) return false;
+    }
+    return true;
+  }
+  if (out.ndim == in.ndim) {
+    for (int32_t d = 0; d < out.ndim; ++d) {
+      if (out.shape[d] != (d == axis ? 1 : in.shape[d])) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool is_same_shape(const oprt_tensor_view_t& out, const oprt_tensor_view_t& in) {
+  if (out.ndim != in.ndim) return false;
+  for (int32_t d = 0; d < out.ndim; ++d) {
+    if (out.shape[d] != in.shape[d]) return false;
+  }
+  return true;
+}
+
+// A normalization may run in place (out exactly aliasing in); a reduction's out
+// must not share memory with in at all.
+oprt_status_t check_overlap(const ReductionOp& op, const oprt_tensor_view_t& out,
+                            const oprt_tensor_view_t& in) {
+  const Overlap shared = overlap(out, in);
+  if (keeps_axis_in_out(op) && shared == Overlap::kPartial) {
+    return fail(OPRT_ERR_INVALID_ARG,
+                "%s: out partially overlaps input; in-place needs the same data, shape and strides",
+                op.name);
+  }
+  if (!keeps_axis_in_out(op) && shared != Overlap::kNone) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: out overlaps input", op.name);
+  }
+  return OPRT_SUCCESS;
+}
+
+oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* out,
+                             const oprt_tensor_view_t* in, int32_t axis, int32_t* normalized_axis) {
+  OPRT_RETURN_IF_ERROR(check_view(op.name, "out", out));
+  OPRT_RETURN_IF_ERROR(check_view(op.name, "input", in));
+  if (out->dtype != in->dtype) {
+    return fail(OPRT_ERR_UNSUPPORTED_DTYPE, "%s: out dtype %s differs from input dtype %s", op.name,
+                dtype_name(out->dtype), dtype_name(in->dtype));
+  }
+  if (axis < -in->ndim || axis >= in->ndim) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: axis %d out of range for ndim %d", op.name, axis,
+                in->ndim);
+  }
+  *normalized_axis = axis < 0 ? axis + in->ndim : axis;
+  if (keeps_axis_in_out(op) && !is_same_shape(*out, *in)) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: out shape %s must equal input shape %s", op.name,
+                shape_string(*out), shape_string(*in));
+  }
+  if (!keeps_axis_in_out(op) && !is_reduced_shape(*out, *in, *normalized_axis)) {
+    return fail(OPRT_ERR_INVALID_ARG,
+                "%s: out shape %s must be input shape %s without axis %d or with 1 there",
+                op.name, shape_string(*out), shape_string(*in), *normalized_axis);
+  }
+  if (has_internal_overlap(*out)) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: out %s has overlapping elements", op.name,
+                shape_string(*out));
+  }
+  return check_overlap(op, *out, *in);
+}
+
+struct RowDim {
+  int64_t size;
+  int64_t in_stride;
+  int64_t out_stride;
+};
+
+// The non-axis dimensions as rows: extent-1 dimensions dropped, the rest sorted
+// so the input's smallest stride is innermost (neighbouring rows are then
+// neighbours in memory, which the strided kernels rely on for coalescing), and
+// merged wherever one stride steps over the other dimension in both tensors.
+RowOffsets make_row_offsets(const oprt_tensor_view_t& out, const oprt_tensor_view_t& in,
+                            int32_t axis, bool out_keeps_axis) {
+  RowDim dims[OPRT_MAX_DIMS];
+  int32_t count = 0;
+  for (int32_t d = 0; d < in.ndim; ++d) {
+    if (d == axis || in.shape[d] == 1) continue;
+    const int32_t out_dim = (out_keeps_axis || out.ndim == in.ndim || d < axis) ? d : d - 1;
+    dims[count++] = RowDim{in.shape[d], in.strides[d], out.strides[out_dim]};
+  }
+  std::stable_sort(dims, dims + count, [](const RowDim& a, const RowDim& b) {
+    if (std::llabs(a.in_stride) != std::llabs(b.in_stride)) {
+      return std::llabs(a.in_stride) < std::llabs(b.in_stride);
+    }
+    return std::llabs(a.out_stride) < std::llabs(b.out_stride);
+  });
+  RowOffsets offsets{};
+  for (int32_t i = 0; i < count; ++i) {
+    const RowDim& dim = dims[i];
+    if (offsets.ndim > 0) {
+      const int32_t inner = offsets.ndim - 1;
+      const int64_t inner_size = offsets.sizes[inner];
+      if (dim.in_stride == offsets.in_strides[inner] * inner_size &&
+          dim.out_stride == offsets.out_strides[inner] * inner_size) {
+        offsets.sizes[inner] *= dim.size;
+        continue;
+      }
+    }
+    offsets.sizes[offsets.ndim] = dim.size;
+    offsets.in_strides[offsets.ndim] = dim.in_stride;
+    offsets.out_strides[offsets.ndim] = dim.out_stride;
+    ++offsets.ndim;
+  }
+  return offsets;
+}
+
+ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
+                        const oprt_tensor_view_t& in, int32_t axis) {
+  const bool out_keeps_axis = keeps_axis_in_out(op);
+  ReductionPlan plan{};
+  plan.dtype = in.dtype;
+  plan.row_length = in.shape[axis];
+  // Along an axis of extent 1 the stride is never stepped; 1 lets such rows take the fast path.
+  plan.in_axis_stride = plan.row_length > 1 ? in.strides[axis] : 1;
+  plan.out_axis_stride = !out_keeps_axis ? 0 : plan.row_length > 1 ? out.strides[axis] : 1;
+  plan.row_offsets = make_row_offsets(out, in, axis, out_keeps_axis);
+  plan.rows = 1;
+  for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) plan.rows *= plan.row_offsets.sizes[d];
+  plan.row_splits = 1;
+  return plan;
+}
+
+ReductionDescriptor* live_descriptor(const ReductionOp& op, const void* desc) {
+  if (!is_live(desc, op.name)) return nullptr;
+  return static_cast<ReductionDescriptor*>(
+      static_cast<Descriptor*>(const_cast<void*>(desc)));
+}
+
+oprt_status_t not_live(const ReductionOp& op) {
+  return fail(OPRT_ERR_INVALID_ARG, "%s: descriptor is null, destroyed or not a %s descriptor",
+              op.name, op.name);
+}
+
+// An empty row still has a sum (0) to write, but no softmax.
+bool has_no_work(const ReductionPlan& plan) {
+  return plan.rows == 0 || (plan.out_axis_stride != 0 && plan.row_length == 0);
+}
+
+}  // namespace
+
+bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const void* in,
+                             size_t vector_bytes) {
+  const int64_t vector_elements =
+      static_cast<int64_t>(vector_bytes / oprt_dtype_size(plan.dtype));
+  const bool writes_rows = plan.out_axis_stride != 0;
+  if (plan.in_axis_stride != 1 || (writes_rows && plan.out_axis_stride != 1)) return false;
+  if (plan.row_length % vector_elements != 0) return false;
+  if (reinterpret_cast<uintptr_t>(in) % vector_bytes != 0) return false;
+  if (writes_rows && reinterpret_cast<uintptr_t>(out) % vector_bytes != 0) return false;
+  for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) {
+    if (plan.row_offsets.in_strides[d] % vector_elements != 0) return false;
+    if (writes_rows && plan.row_offsets.out_strides[d] % vector_elements != 0) return false;
+  }
+  return true;
+}
+
+oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
+  plan->row_splits = 1;
+  *workspace_bytes = 0;
+  return OPRT_SUCCESS;
+}
+
+oprt_status_t create_reduction(const ReductionOp& op, void** desc, const oprt_tensor_view_t* out,
+                               const oprt_tensor_view_t* in, int32_t axis) {
+  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
+  *desc = nullptr;
+  int32_t normalized_axis = 0;
+  OPRT_RETURN_IF_ERROR(check_operands(op, out, in, axis, &normalized_axis));
+  oprt_backend_t backend = OPRT_BACKEND_AUTO;
+  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, &backend));
+  const auto* kernels = static_cast<const ReductionKernels*>(find_kernel(op.name, backend));
+  if (kernels == nullptr) {
+    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
+                oprt_backend_string(backend));
+  }
+  ReductionPlan plan = make_plan(op, *out, *in, normalized_axis);
+  size_t workspace_bytes = 0;
+  OPRT_RETURN_IF_ERROR(kernels->prepare(&plan, &workspace_bytes));
+  auto* created = new (std::nothrow) ReductionDescriptor(op.name, backend);
+  if (created == nullptr) return fail(OPRT_ERR_RUNTIME, "%s: out of host memory", op.name);
+  created->kernels = kernels;
+  created->plan = plan;
+  created->workspace_bytes = workspace_bytes;
+  created->out_view = *out;
+  created->in_view = *in;
+  track(created);
+  *desc = static_cast<Descriptor*>(created);
+  return succeed();
+}
+
+oprt_status_t create_reduction_from_table(const ReductionOp& op, void** desc,
+                                          const oprt_tensor_view_t* out,
+                                          const oprt_tensor_view_t* const* inputs, double dim) {
+  if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
+  if (!(dim == std::trunc(dim) && dim >= INT32_MIN && dim <= INT32_MAX)) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: dim must be an integer, got %g", op.name, dim);
+  }
+  return create_reduction(op, desc, out, inputs[0], static_cast<int32_t>(dim));
+}
+
+oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
+                                           size_t* bytes) {
+  const ReductionDescriptor* live = live_descriptor(op, desc);
+  if (live == nullptr) return not_live(op);
+  if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op.name);
+  *bytes = live->workspace_bytes;
+  return succeed();
+}
+
+oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
+                                size_t workspace_size, void* out, const void* in, void* stream) {
+  const ReductionDescriptor* live = live_descriptor(op, desc);
+  if (live == nullptr) return not_live(op);
+  const ReductionPlan& plan = live->plan;
+  if (has_no_work(plan)) return succeed();
+  if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: out is null", op.name);
+  if (in == nullptr && plan.row_length > 0) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: input is null", op.name);
+  }
+  oprt_tensor_view_t out_view = live->out_view;
+  oprt_tensor_view_t in_view = live->in_view;
+  out_view.data = out;
+  in_view.data = const_cast<void*>(in);
+  OPRT_RETURN_IF_ERROR(check_overlap(op, out_view, in_view));
+  if (workspace_size < live->workspace_bytes) {
+    return fail(OPRT_ERR_INSUFFICIENT_WORKSPACE,
+                "%s: workspace of %zu bytes is smaller than the %zu bytes this descriptor needs",
+                op.name, workspace_size, live->workspace_bytes);
+  }
+  if (live->workspace_bytes > 0 &&
+      (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % kWorkspaceAlignment != 0)) {
+    return fail(OPRT_ERR_INVALID_ARG,
+                "%s: workspace must point to %zu bytes aligned to %zu bytes", op.name,
+                live->workspace_bytes, kWorkspaceAlignment);
+  }
+  OPRT_RETURN_IF_ERROR(live->kernels->execute(plan, workspace, out, in, stream));
+  return succeed();
+}
+
+oprt_status_t destroy_reduction(const ReductionOp& op, void* desc) {
+  ReductionDescriptor* live = live_descriptor(op, desc);
+  // untrack fails when another thread destroyed it since the check: leave it to that one.
+  if (live == nullptr || !untrack(live)) return not_live(op);
+  delete live;
+  return succeed();
+}
+
+}  // namespace oprt

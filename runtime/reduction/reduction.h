@@ -1,0 +1,155 @@
+// The machinery shared by operators that work along one axis (reduce_sum,
+// softmax): a host plan that turns (out, in, axis) into rows, the descriptor and
+// op-table glue that keeps each operator's front end a few lines long, and the
+// interface a backend registers for such an operator.
+#ifndef OPERATOR_RUNTIME_REDUCTION_REDUCTION_H_
+#define OPERATOR_RUNTIME_REDUCTION_REDUCTION_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/core.h"
+#include "runtime/core/numeric.h"
+
+namespace oprt {
+
+// Where each row starts. A row index counts over the non-axis dimensions; those
+// are sorted by the input's strides (innermost first) and merged where both in
+// and out allow, so a contiguous tensor has ndim <= 1 and needs no division.
+struct RowOffsets {
+  int32_t ndim;
+  int64_t sizes[OPRT_MAX_DIMS];
+  int64_t in_strides[OPRT_MAX_DIMS];
+  int64_t out_strides[OPRT_MAX_DIMS];
+};
+
+struct RowStart {
+  int64_t in;
+  int64_t out;
+};
+
+// The element offsets of row `row`'s first element in in and in out.
+OPRT_HOST_DEVICE inline RowStart row_start(const RowOffsets& offsets, int64_t row) {
+  RowStart start{0, 0};
+  int32_t d = 0;
+  for (; d + 1 < offsets.ndim; ++d) {
+    const int64_t next = row / offsets.sizes[d];
+    const int64_t index = row - next * offsets.sizes[d];
+    start.in += index * offsets.in_strides[d];
+    start.out += index * offsets.out_strides[d];
+    row = next;
+  }
+  // The outermost index is what remains, so a single dimension costs no division.
+  if (d < offsets.ndim) {
+    start.in += row * offsets.in_strides[d];
+    start.out += row * offsets.out_strides[d];
+  }
+  return start;
+}
+
+// Everything a kernel needs to find its data, passed to kernels by value.
+// Element i of row r is in[row_start(r).in + i * in_axis_stride], and likewise
+// for out. out_axis_stride is 0 exactly when out holds one element per row
+// (reduce_sum); an out that keeps the axis never has stride 0 along it.
+struct ReductionPlan {
+  oprt_dtype_t dtype;
+  int64_t rows;
+  int64_t row_length;
+  int64_t in_axis_stride;
+  int64_t out_axis_stride;
+  // Rows at one uniform stride (contiguous or padded rows) leave a single
+  // dimension here, so row_start is one multiplication on the fast paths.
+  RowOffsets row_offsets;
+  // Chunks each row is cut into, reduced independently and then combined
+  // through the workspace: the backend chooses it at create time (1 = whole rows).
+  int64_t row_splits;
+};
+
+// True when every row of in and of out starts on a `vector_bytes` boundary and
+// the row length is a whole number of vectors, so a kernel may use vector loads
+// and stores along the axis (which then must have stride 1 in both).
+bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const void* in,
+                             size_t vector_bytes);
+
+// What a backend registers for a reduction-family operator (with
+// OPRT_REGISTER_KERNEL, as a pointer to a static instance).
+struct ReductionKernels {
+  // Called once by create: sets plan->row_splits for the current device and
+  // returns the workspace the plan then needs.
+  oprt_status_t (*prepare)(ReductionPlan* plan, size_t* workspace_bytes);
+  // Launches on stream; workspace holds at least what prepare asked for.
+  oprt_status_t (*execute)(const ReductionPlan& plan, void* workspace, void* out, const void* in,
+                           void* stream);
+};
+
+// prepare for backends that process whole rows and need no workspace.
+oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes);
+
+// An operator of the family: its name and kind decide the rules create checks.
+// OPRT_KIND_REDUCTION: out is in's shape with the axis removed or kept as 1, and
+// must not share memory with in. OPRT_KIND_NORMALIZATION: out has in's shape and
+// may alias in exactly (in-place), because every kernel reads an element before
+// it writes that element.
+struct ReductionOp {
+  const char* name;
+  oprt_operator_kind_t kind;
+};
+
+oprt_status_t create_reduction(const ReductionOp& op, void** desc, const oprt_tensor_view_t* out,
+                               const oprt_tensor_view_t* in, int32_t axis);
+oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
+                                           size_t* bytes);
+oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
+                                size_t workspace_size, void* out, const void* in, void* stream);
+oprt_status_t destroy_reduction(const ReductionOp& op, void* desc);
+
+// Typed front door: Handle is the operator's opaque descriptor struct.
+template <class Handle>
+oprt_status_t create_reduction(const ReductionOp& op, Handle** desc, const oprt_tensor_view_t* out,
+                               const oprt_tensor_view_t* in, int32_t axis) {
+  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
+  *desc = nullptr;
+  void* created = nullptr;
+  OPRT_RETURN_IF_ERROR(create_reduction(op, &created, out, in, axis));
+  *desc = static_cast<Handle*>(created);
+  return OPRT_SUCCESS;
+}
+
+// create for the op table, whose "dim" arrives as a double: it must be integral.
+oprt_status_t create_reduction_from_table(const ReductionOp& op, void** desc,
+                                          const oprt_tensor_view_t* out,
+                                          const oprt_tensor_view_t* const* inputs, double dim);
+
+// The op-table entry of a reduction-family operator: one input, "input", and
+// one parameter, "dim" (the axis; the default, -1, when params is NULL).
+template <const ReductionOp& kOp>
+struct ReductionEntry {
+  static oprt_status_t create(void** desc, const oprt_tensor_view_t* out,
+                              const oprt_tensor_view_t* const* inputs, const double* params) {
+    return create_reduction_from_table(kOp, desc, out, inputs,
+                                       (params != nullptr ? params : kParamDefaults)[0]);
+  }
+  static oprt_status_t get_workspace_size(void* desc, size_t* bytes) {
+    return get_reduction_workspace_size(kOp, desc, bytes);
+  }
+  static oprt_status_t execute(void* desc, void* workspace, size_t workspace_size, void* out,
+                               const void* const* inputs, void* stream) {
+    if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", kOp.name);
+    return execute_reduction(kOp, desc, workspace, workspace_size, out, inputs[0], stream);
+  }
+  static oprt_status_t destroy(void* desc) { return destroy_reduction(kOp, desc); }
+
+  static constexpr const char* kInputNames[] = {"input"};
+  static constexpr const char* kParamNames[] = {"dim"};
+  static constexpr double kParamDefaults[] = {-1.0};
+
+  static constexpr oprt_operator_t table() {
+    return oprt_operator_t{kOp.name,    kOp.kind, 1,       kInputNames,         1,
+                           kParamNames, kParamDefaults,    &create, &get_workspace_size,
+                           &execute,    &destroy};
+  }
+};
+
+}  // namespace oprt
+
+#endif  // OPERATOR_RUNTIME_REDUCTION_REDUCTION_H_

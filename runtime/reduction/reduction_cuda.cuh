@@ -1,0 +1,341 @@
+// Device machinery of the reduction family, written once in the CUDA dialect
+// that MetaX's MACA shares: teams of threads that cooperate on one row, their
+// reductions, vector loads and stores, the online (max, sum) pair of softmax,
+// and the host-side launch choices common to reduce_sum and softmax.
+//
+// The warp width and the shuffle intrinsic are named only in this header.
+#ifndef OPERATOR_RUNTIME_REDUCTION_REDUCTION_CUDA_CUH_
+#define OPERATOR_RUNTIME_REDUCTION_REDUCTION_CUDA_CUH_
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "runtime/core/numeric.h"
+#include "runtime/nvidia/device.cuh"
+#include "runtime/reduction/reduction.h"
+
+#ifndef OPRT_WARP_SIZE
+#define OPRT_WARP_SIZE 32
+#endif
+
+namespace oprt {
+namespace gpu {
+
+constexpr int kWarpSize = OPRT_WARP_SIZE;
+// Every kernel here is declared for blocks of up to this many threads, which
+// also caps its registers so that such a block always fits on one SM.
+constexpr int kMaxBlockThreads = 1024;
+// Threads of a block whose threads walk rows side by side (ColumnTeams).
+constexpr int kColumnBlockThreads = 256;
+// Threads of a block that works alone on a long row (or a chunk of one).
+constexpr int kLongRowBlockThreads = 512;
+// Bytes of one vector access: a row is read 16 bytes at a time when aligned.
+constexpr int kVectorBytes = 16;
+// Chunk lengths are multiples of this, so a chunk starts on a vector boundary
+// for every dtype (a 16-byte vector holds at most 8 elements).
+constexpr int64_t kChunkQuantum = 16;
+
+__device__ inline float shuffle_xor(float value, int lane_mask, int width) {
+  return __shfl_xor_sync(0xffffffffu, value, lane_mask, width);
+}
+
+// The running state of an online softmax: the largest value seen and the sum
+// of exp(x - max) over the values seen.
+struct alignas(8) MaxSum {
+  float max;
+  float sum;
+};
+
+__device__ inline MaxSum shuffle_xor(MaxSum value, int lane_mask, int width) {
+  return MaxSum{shuffle_xor(value.max, lane_mask, width), shuffle_xor(value.sum, lane_mask, width)};
+}
+
+// exp(x - max), except that a -inf entry weighs 0 even when max is -inf too:
+// without that, the empty state (-inf, 0) or a run of -inf entries would turn
+// the sum into NaN (-inf - -inf) before a finite maximum arrives.
+__device__ inline float softmax_weight(float x, float max) {
+  return x == -INFINITY ? 0.0f : expf(x - max);
+}
+
+struct AddOp {
+  __device__ static float identity() { return 0.0f; }
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+struct MaxOp {
+  __device__ static float identity() { return -INFINITY; }
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+struct MaxSumOp {
+  __device__ static MaxSum identity() { return MaxSum{-INFINITY, 0.0f}; }
+  __device__ MaxSum operator()(MaxSum a, MaxSum b) const {
+    const float max = fmaxf(a.max, b.max);
+    return MaxSum{max, a.sum * softmax_weight(a.max, max) + b.sum * softmax_weight(b.max, max)};
+  }
+};
+
+// Folds n more values into an online softmax state.
+template <int kCount>
+__device__ inline MaxSum absorb(MaxSum state, const float (&x)[kCount]) {
+  float max = state.max;
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) max = fmaxf(max, x[k]);
+  float sum = state.sum * softmax_weight(state.max, max);
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) sum += softmax_weight(x[k], max);
+  return MaxSum{max, sum};
+}
+
+template <class V, class Op>
+__device__ inline V butterfly_reduce(V value, Op op, int width) {
+  for (int lane_mask = width / 2; lane_mask > 0; lane_mask /= 2) {
+    value = op(value, shuffle_xor(value, lane_mask, width));
+  }
+  return value;
+}
+
+// Teams: the threads that share one row. Each has a member index in
+// [0, width()), a slot (which of the block's teams_per_block() rows it works
+// on) and reduce(), which gives every member the team-wide result. A team
+// reduction may synchronise the block, so every thread of a block calls it the
+// same number of times, active or not.
+
+// `width` lanes (a power of two up to a warp) per row, several rows per block.
+struct WarpTeams {
+  int lanes;
+  __device__ int width() const { return lanes; }
+  __device__ int member() const { return static_cast<int>(threadIdx.x) & (lanes - 1); }
+  __device__ int slot() const { return static_cast<int>(threadIdx.x) / lanes; }
+  __device__ int teams_per_block() const { return static_cast<int>(blockDim.x) / lanes; }
+  template <class V, class Op>
+  __device__ V reduce(V value, Op op) const {
+    return butterfly_reduce(value, op, lanes);
+  }
+};
+
+// The whole block (a multiple of the warp size) on one row.
+struct BlockTeam {
+  __device__ int width() const { return static_cast<int>(blockDim.x); }
+  __device__ int member() const { return static_cast<int>(threadIdx.x); }
+  __device__ int slot() const { return 0; }
+  __device__ int teams_per_block() const { return 1; }
+  template <class V, class Op>
+  __device__ V reduce(V value, Op op) const {
+    __shared__ V warp_results[kMaxBlockThreads / kWarpSize];
+    value = butterfly_reduce(value, op, kWarpSize);
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    if (static_cast<int>(threadIdx.x) % kWarpSize == 0) warp_results[warp] = value;
+    __syncthreads();
+    V total = warp_results[0];
+    for (int w = 1; w < static_cast<int>(blockDim.x) / kWarpSize; ++w) {
+      total = op(total, warp_results[w]);
+    }
+    __syncthreads();  // the next reduction may reuse warp_results
+    return total;
+  }
+};
+
+// blockDim.x neighbouring rows per block (threadIdx.x picks the row, so a warp
+// reads neighbouring rows' elements together) and blockDim.y threads (a power
+// of two) along each row. For axes whose stride is not 1.
+struct ColumnTeams {
+  __device__ int width() const { return static_cast<int>(blockDim.y); }
+  __device__ int member() const { return static_cast<int>(threadIdx.y); }
+  __device__ int slot() const { return static_cast<int>(threadIdx.x); }
+  __device__ int teams_per_block() const { return static_cast<int>(blockDim.x); }
+  template <class V, class Op>
+  __device__ V reduce(V value, Op op) const {
+    __shared__ V cells[kColumnBlockThreads];
+    const int slots = static_cast<int>(blockDim.x);
+    const int cell = static_cast<int>(threadIdx.y) * slots + static_cast<int>(threadIdx.x);
+    cells[cell] = value;
+    __syncthreads();
+    for (int half = static_cast<int>(blockDim.y) / 2; half > 0; half /= 2) {
+      if (static_cast<int>(threadIdx.y) < half) {
+        cells[cell] = op(cells[cell], cells[cell + half * slots]);
+      }
+      __syncthreads();
+    }
+    const V total = cells[threadIdx.x];
+    __syncthreads();  // the next reduction may reuse cells
+    return total;
+  }
+};
+
+// The integer type of an access of kBytes bytes: memory is moved as these
+// (one 16-byte instruction for a uint4) and the elements are bit-copied out.
+template <int kBytes>
+struct AccessWord;
+template <>
+struct AccessWord<2> {
+  using type = uint16_t;
+};
+template <>
+struct AccessWord<4> {
+  using type = uint32_t;
+};
+template <>
+struct AccessWord<8> {
+  using type = uint2;
+};
+template <>
+struct AccessWord<16> {
+  using type = uint4;
+};
+
+// Stores one access word as a single instruction. A plain `*target = word` is
+// split into 4-byte stores when the compiler cannot prove that loads between
+// them touch other memory (out may alias in), which costs bandwidth; the
+// write-back store intrinsic takes the word whole and caches like `=`.
+template <class Word>
+__device__ inline void store_word(Word* target, Word word) {
+  __stwb(target, word);
+}
+
+// Loads kCount consecutive elements (aligned to their total size) as floats.
+template <int kCount, class T>
+__device__ inline void load_floats(const T* source, float (&x)[kCount]) {
+  if constexpr (kCount == 1) {
+    x[0] = to_float(*source);
+  } else {
+    using Word = typename AccessWord<sizeof(T) * kCount>::type;
+    const Word word = *reinterpret_cast<const Word*>(source);
+    T lanes[kCount];
+    memcpy(lanes, &word, sizeof(word));
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) x[k] = to_float(lanes[k]);
+  }
+}
+
+template <int kCount, class T>
+__device__ inline void store_floats(T* target, const float (&x)[kCount]) {
+  if constexpr (kCount == 1) {
+    *target = from_float<T>(x[0]);
+  } else {
+    using Word = typename AccessWord<sizeof(T) * kCount>::type;
+    T lanes[kCount];
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) lanes[k] = from_float<T>(x[k]);
+    Word word;
+    memcpy(&word, lanes, sizeof(word));
+    store_word(reinterpret_cast<Word*>(target), word);
+  }
+}
+
+// Visits this member's share of elements [begin, end) of a row: visit(i, x)
+// gets x = elements i .. i + kVec - 1. Members take vectors in turn (so a team
+// reads consecutive memory together) and kUnroll vectors are loaded before any
+// is visited, to keep several loads in flight. kVec > 1 needs stride 1, begin a
+// multiple of kVec and a vector-aligned row.
+template <int kVec, int kUnroll, class T, class Visit>
+__device__ inline void for_each_vector(const T* row, int64_t stride, int64_t begin, int64_t end,
+                                       int member, int width, Visit visit) {
+  const int64_t step = static_cast<int64_t>(width) * kVec;
+  int64_t i = begin + static_cast<int64_t>(member) * kVec;
+  for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
+    float x[kUnroll][kVec];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) load_floats<kVec>(row + (i + u * step) * stride, x[u]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) visit(i + u * step, x[u]);
+  }
+  for (; i < end; i += step) {
+    float x[kVec];
+    load_floats<kVec>(row + i * stride, x);
+    visit(i, x);
+  }
+}
+
+// ---- Host side: launch choices shared by the family's operators ----
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The smallest power of two >= value, for value in [1, 2^30].
+inline int next_pow2(int64_t value) {
+  int result = 1;
+  while (result < value) result *= 2;
+  return result;
+}
+
+// Blocks of a grid-stride launch over `groups` groups of rows, row chunks in y.
+inline dim3 row_grid(int64_t groups, int64_t splits) {
+  return dim3(static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX)),
+              static_cast<unsigned>(splits));
+}
+
+// Elements of each of a row's `splits` chunks, a multiple of kChunkQuantum.
+inline int64_t chunk_length(int64_t row_length, int64_t splits) {
+  return ceil_div(ceil_div(row_length, splits), kChunkQuantum) * kChunkQuantum;
+}
+
+// Rows per ColumnTeams block: up to a warp of neighbouring rows.
+inline int column_slots(int64_t rows) { return next_pow2(std::min<int64_t>(rows, kWarpSize)); }
+
+inline dim3 column_block(int64_t rows) {
+  const int slots = column_slots(rows);
+  return dim3(static_cast<unsigned>(slots), static_cast<unsigned>(kColumnBlockThreads / slots));
+}
+
+// Vector width in elements for this launch: 16 bytes' worth when every row of
+// in (and of out, when out keeps the axis) is 16-byte aligned, else 1.
+template <class T>
+int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
+  const bool aligned = rows_are_vector_aligned(plan, out, in, kVectorBytes);
+  return aligned ? kVectorBytes / static_cast<int>(sizeof(T)) : 1;
+}
+
+// Calls fn(std::integral_constant<int, W>{}) with W = width, which is 1 or
+// kVectorBytes / sizeof(T): the kernels' vector width as a template argument.
+template <class T, class Fn>
+oprt_status_t dispatch_vector_width(int width, Fn&& fn) {
+  constexpr int kWide = kVectorBytes / static_cast<int>(sizeof(T));
+  if (width == kWide) return fn(std::integral_constant<int, kWide>{});
+  return fn(std::integral_constant<int, 1>{});
+}
+
+// Sets plan->row_splits for a kernel that runs `row_blocks` blocks per chunk
+// index, each on `rows_per_block` rows: when that is too few blocks to keep
+// every SM streaming, rows are cut into chunks (each block still getting at
+// least kMinBlockElements elements) whose partial results meet in the workspace.
+inline oprt_status_t choose_row_splits(const char* op, int64_t row_blocks, int64_t rows_per_block,
+                                       ReductionPlan* plan) {
+  constexpr int64_t kMinBlockElements = 8192;
+  constexpr int64_t kMaxSplits = 1024;
+  DeviceLimits limits;
+  OPRT_RETURN_IF_ERROR(device_limits(op, &limits));
+  // A full wave of long-row blocks.
+  const int64_t wanted = int64_t{limits.multiprocessors} *
+                         std::max(1, limits.threads_per_multiprocessor / kLongRowBlockThreads);
+  const int64_t min_chunk = std::max<int64_t>(kChunkQuantum, kMinBlockElements / rows_per_block);
+  plan->row_splits = 1;
+  if (row_blocks > 0 && row_blocks < wanted && plan->row_length >= 2 * min_chunk) {
+    plan->row_splits =
+        std::min({ceil_div(wanted, row_blocks), plan->row_length / min_chunk, kMaxSplits});
+  }
+  return OPRT_SUCCESS;
+}
+
+// Sets the row splits of a kernel with one block per row (rows of stride 1)
+// or ColumnTeams blocks (otherwise), and returns the workspace for one
+// `partial_bytes` partial result per (row, chunk) when rows are split.
+inline oprt_status_t prepare_split_rows(const char* op, size_t partial_bytes, ReductionPlan* plan,
+                                        size_t* workspace_bytes) {
+  const int64_t rows_per_block = plan->in_axis_stride == 1 ? 1 : column_slots(plan->rows);
+  OPRT_RETURN_IF_ERROR(
+      choose_row_splits(op, ceil_div(plan->rows, rows_per_block), rows_per_block, plan));
+  *workspace_bytes = plan->row_splits > 1
+                         ? static_cast<size_t>(plan->rows * plan->row_splits) * partial_bytes
+                         : 0;
+  return OPRT_SUCCESS;
+}
+
+}  // namespace gpu
+}  // namespace oprt
+
+#endif  // OPERATOR_RUNTIME_REDUCTION_REDUCTION_CUDA_CUH_

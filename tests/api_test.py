@@ -1,0 +1,253 @@
+"""Cross-operator tests of the Python API and the binding: the operator table,
+the generated functions, status and backend strings, backend choice, errors,
+the Python-backend hook and the cost of a prepared run."""
+
+from __future__ import annotations
+
+import inspect
+import pydoc
+import sys
+import timeit
+
+import numpy as np
+import pytest
+import torch
+
+import operator_runtime as ort
+from operator_runtime import _C
+from operator_runtime.errors import error_for_status
+from operator_runtime.ops import Kind
+
+EXPECTED_OPERATORS = {
+    # name: (kind, input names, {param: default})
+    "copy": (Kind.ELEMENTWISE, ("src",), {}),
+    "vector_add": (Kind.ELEMENTWISE, ("a", "b"), {}),
+    "relu": (Kind.ELEMENTWISE, ("input",), {"negative_slope": 0.0}),
+    "reduce_sum": (Kind.REDUCTION, ("input",), {"dim": -1}),
+    "softmax": (Kind.NORMALIZATION, ("input",), {"dim": -1}),
+}
+
+
+@pytest.fixture
+def default_backend_restored():
+    saved = ort.get_default_backend()
+    yield
+    ort.set_default_backend(saved)
+
+
+def test_operator_table_lists_the_five_operators():
+    table = {info.name: info for info in ort.operators()}
+    assert set(table) == set(EXPECTED_OPERATORS)
+    for name, (kind, inputs, params) in EXPECTED_OPERATORS.items():
+        info = table[name]
+        assert info.kind == kind, name
+        assert info.input_names == inputs, name
+        assert dict(zip(info.param_names, info.param_defaults)) == params, name
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_OPERATORS))
+def test_each_operator_gets_three_documented_functions(name):
+    kind, inputs, params = EXPECTED_OPERATORS[name]
+    functions = {
+        name: [*inputs, *params] + (["keepdim"] if kind == Kind.REDUCTION else []),
+        name + "_": ["out", *inputs, *params],
+        "prepare_" + name: ["out", *inputs, *params],
+    }
+    for function_name, positional in functions.items():
+        function = getattr(ort, function_name)
+        assert function_name in ort.__all__
+        assert function.__name__ == function_name
+        assert function.__module__ == "operator_runtime"
+        signature = inspect.signature(function)
+        assert list(signature.parameters) == [*positional, "backend"]
+        assert signature.parameters["backend"].kind == inspect.Parameter.KEYWORD_ONLY
+        for param, default in params.items():
+            assert signature.parameters[param].default == default
+        assert name in function.__doc__ and "backend" in function.__doc__
+    rendered = pydoc.render_doc(getattr(ort, name), renderer=pydoc.plaintext)
+    assert f"{name}{inspect.signature(getattr(ort, name))}" in rendered
+    assert "*, backend=None" in rendered
+
+
+def test_unknown_keyword_is_a_type_error():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axis'"):
+        ort.softmax(torch.ones(3), axis=0)
+
+
+def test_status_strings():
+    for status in ort.Status:
+        prefix = "OPRT_" if status == ort.Status.SUCCESS else "OPRT_ERR_"
+        assert _C.status_string(status) == prefix + status.name
+    assert _C.status_string(99) == "OPRT_ERR_UNKNOWN_STATUS"
+
+
+def test_backend_strings():
+    assert _C.backend_string(_C.OPRT_BACKEND_AUTO) == "auto"
+    assert _C.backend_string(_C.OPRT_BACKEND_CPU) == "cpu"
+    assert _C.backend_string(_C.OPRT_BACKEND_NVIDIA) == "nvidia"
+    assert _C.backend_string(_C.OPRT_BACKEND_METAX) == "metax"
+
+
+def test_available_backends_include_cpu():
+    available = ort.available_backends()
+    assert "cpu" in available
+    assert set(available) <= {"cpu", "nvidia", "metax", "tilelang"}
+    assert _C.backend_available(_C.OPRT_BACKEND_CPU)
+
+
+def test_errors_from_c_carry_status_and_message():
+    with pytest.raises(ort.InvalidArgumentError) as raised:
+        ort.softmax_(torch.empty(3), torch.empty(4), dim=0)
+    error = raised.value
+    assert isinstance(error, ValueError) and isinstance(error, ort.OperatorRuntimeError)
+    assert error.status == ort.Status.INVALID_ARG
+    assert error.message.startswith("softmax: out shape [3]")
+    assert str(error) == error.message
+
+
+def test_binding_error_carries_status_and_message():
+    view = (torch.empty(3).data_ptr(), _C.OPRT_DTYPE_F32, (3,), (1,))
+    with pytest.raises(_C.Error) as raised:
+        _C.Descriptor("softmax", _C.OPRT_BACKEND_CPU, view, [view], [5.0])
+    status, message = raised.value.args
+    assert status == _C.OPRT_ERR_INVALID_ARG
+    assert message == "softmax: axis 5 out of range for ndim 1"
+
+
+def test_unknown_operator_in_the_binding():
+    view = (torch.empty(3).data_ptr(), _C.OPRT_DTYPE_F32, (3,), (1,))
+    with pytest.raises(_C.Error, match="'no_such_op' is not built into this library"):
+        _C.Descriptor("no_such_op", _C.OPRT_BACKEND_CPU, view, [view], [])
+
+
+def test_each_status_maps_to_its_exception():
+    expected = {
+        ort.Status.INVALID_ARG: (ort.InvalidArgumentError, ValueError),
+        ort.Status.UNSUPPORTED_DTYPE: (ort.UnsupportedDtypeError, TypeError),
+        ort.Status.RUNTIME: (ort.RuntimeFailure, ort.OperatorRuntimeError),
+        ort.Status.INSUFFICIENT_WORKSPACE: (ort.InsufficientWorkspaceError, ort.OperatorRuntimeError),
+        ort.Status.NOT_SUPPORTED: (ort.NotSupportedError, ort.OperatorRuntimeError),
+    }
+    for status, (error_type, base) in expected.items():
+        error = error_for_status(status, "what went wrong")
+        assert type(error) is error_type and isinstance(error, base)
+        assert (error.status, error.message) == (status, "what went wrong")
+
+
+def test_unsupported_dtype_names_the_dtype_and_the_supported_ones():
+    with pytest.raises(ort.UnsupportedDtypeError) as raised:
+        ort.relu(torch.ones(3, dtype=torch.int64))
+    assert raised.value.message == (
+        "relu: input has dtype int64; supported dtypes are float32, float16, bfloat16"
+    )
+    assert isinstance(raised.value, TypeError)
+
+
+def test_set_default_backend_round_trips(default_backend_restored):
+    assert ort.get_default_backend() is None
+    ort.set_default_backend("cpu")
+    assert ort.get_default_backend() == "cpu"
+    assert torch.equal(ort.relu(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 2.0]))
+    ort.set_default_backend(None)
+    assert ort.get_default_backend() is None
+
+
+def test_set_default_backend_rejects_unknown_names(default_backend_restored):
+    with pytest.raises(ort.InvalidArgumentError, match="unknown backend 'cuda'"):
+        ort.set_default_backend("cuda")
+    assert ort.get_default_backend() is None
+
+
+def test_default_backend_applies_to_calls_without_one(default_backend_restored):
+    unavailable = next(name for name in ("metax", "nvidia") if name not in ort.available_backends())
+    ort.set_default_backend(unavailable)
+    with pytest.raises(ort.NotSupportedError, match=f"backend '{unavailable}' is not available"):
+        ort.relu(torch.ones(2))
+    # An explicit backend still wins.
+    assert torch.equal(ort.relu(torch.ones(2), backend="cpu"), torch.ones(2))
+
+
+def test_tilelang_is_not_in_this_build():
+    with pytest.raises(ort.NotSupportedError) as raised:
+        ort.copy(torch.ones(2), backend="tilelang")
+    assert raised.value.message == "tilelang backend is not available in this build"
+    assert raised.value.status == ort.Status.NOT_SUPPORTED
+
+
+class _FakePythonBackend:
+    """Stands in for TileLang to check the hook routes calls and runs."""
+
+    def __init__(self):
+        self.calls = []
+
+    def available(self):
+        return True
+
+    def runs_on(self, device):
+        return device.type == "cpu"
+
+    def prepare(self, op, out, inputs, params):
+        backend = self
+
+        class Kernel:
+            def run(self, out, inputs, stream):
+                backend.calls.append((op, tuple(params), stream))
+                out.copy_(inputs[0])
+
+            def destroy(self):
+                backend.calls.append(("destroyed", op))
+
+        return Kernel()
+
+
+def test_python_backend_hook_routes_calls():
+    fake = _FakePythonBackend()
+    ort.register_python_backend("tilelang", fake)
+    try:
+        assert "tilelang" in ort.available_backends()
+        source = torch.arange(4.0)
+        assert torch.equal(ort.copy(source, backend="tilelang"), source)
+        assert fake.calls == [("copy", (), 0), ("destroyed", "copy")]
+        with pytest.raises(ort.InvalidArgumentError, match="cannot run tensors on meta"):
+            ort.copy(torch.ones(2, device="meta"), backend="tilelang")
+    finally:
+        ort.backends.unregister_python_backend("tilelang")
+    assert "tilelang" not in ort.available_backends()
+
+
+def test_native_backend_names_cannot_be_replaced():
+    with pytest.raises(ort.InvalidArgumentError):
+        ort.register_python_backend("cpu", _FakePythonBackend())
+
+
+def test_dlpack_tensors_are_accepted():
+    array = np.array([[-1.0, 2.0], [3.0, -4.0]], dtype=np.float32)
+    result = ort.relu(array)
+    assert isinstance(result, torch.Tensor)
+    assert torch.equal(result, torch.tensor([[0.0, 2.0], [3.0, 0.0]]))
+
+
+def test_non_tensors_are_rejected():
+    with pytest.raises(ort.InvalidArgumentError, match="src must be a torch tensor or support __dlpack__"):
+        ort.copy([1.0, 2.0])
+
+
+def test_reduction_keepdim():
+    x = torch.randn(3, 4, 5)
+    kept = ort.reduce_sum(x, dim=1, keepdim=True)
+    assert kept.shape == (3, 1, 5)
+    torch.testing.assert_close(kept, x.sum(1, keepdim=True))
+    assert ort.reduce_sum(x, 1).shape == (3, 5)
+
+
+def test_prepared_run_is_cheap():
+    """The prepared path adds little to the C call (target <= 2 us; the bound
+    is loose so a loaded machine does not flake)."""
+    x, out = torch.randn(8), torch.empty(8)
+    with ort.prepare_relu(out, x) as prepared:
+        per_run = min(timeit.repeat(prepared.run, number=2000, repeat=5)) / 2000
+    assert per_run < 20e-6, f"{per_run * 1e6:.2f} us per prepared run"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs oprt's tests on a GPU host that has no Bazel.
+# Needs: Python >= 3.10 with torch, pybind11 and pytest, a C++17 compiler, a CUDA driver.
+# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia"] [-- extra pytest args]
+# Builds the thin pybind11 binding for this host's Python against the bundled
+# liboperator_runtime.so, then runs each operator's case table per backend and
+# the cross-operator tests, printing pytest's summary for each and a total.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
+backends="cpu nvidia"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ops=*) ops=${1#--ops=} ;;
+    --backends=*) backends=${1#--backends=} ;;
+    --) shift; break ;;
+    *) echo "run_tests.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+python=${PYTHON:-python3}
+cd "$here" || exit 1
+
+ext=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
+read -r pybind_include python_include < <("$python" -c \
+  'import pybind11, sysconfig; print(pybind11.get_include(), sysconfig.get_paths()["include"])') || exit 1
+echo "run_tests.sh: building operator_runtime._C$ext"
+${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
+  -I include -isystem "$pybind_include" -isystem "$python_include" \
+  runtime/python/module.cc -L lib -loperator_runtime -Wl,-rpath,"$here/lib" \
+  -o "python/operator_runtime/_C$ext" || exit 1
+
+export PYTHONPATH="$here/python:$here${PYTHONPATH:+:$PYTHONPATH}"
+failed=0
+summary=()
+for op in $ops; do
+  for backend in $backends; do
+    echo "=== $op on $backend"
+    "$python" python/operator_runtime_testing/op_test_main.py --op="$op" --backend="$backend" "$@"
+    rc=$?
+    summary+=("$op/$backend: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+    [ $rc -eq 0 ] || failed=1
+  done
+done
+echo "=== cross-operator tests"
+"$python" -m pytest -q tests "$@"
+rc=$?
+summary+=("tests/: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+[ $rc -eq 0 ] || failed=1
+
+printf '\n=== summary\n'; printf '%s\n' "${summary[@]}"
+exit $failed
