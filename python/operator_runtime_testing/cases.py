@@ -297,7 +297,9 @@ class OpSpec:
     dtype, computed at least in float32. tolerances holds the base tolerance
     per dtype; tolerance_rule, when given, widens it for a case (e.g. with the
     length of the reduced axis). flops(case) counts arithmetic per benchmark
-    case; bytes(case) is the memory moved (default: moved_bytes).
+    case; bytes(case) is the memory moved (default: moved_bytes). peer(out,
+    *inputs, **params) is PyTorch's own way to compute the same thing, the
+    benchmark's baseline.
     """
 
     name: str
@@ -307,6 +309,7 @@ class OpSpec:
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
     tolerance_rule: Callable[[Tolerance, CorrectnessCase], Tolerance] | None = None
     bytes_formula: Callable[[BenchmarkCase], int] | None = None
+    peer: Callable[..., Any] | None = None
 
     @property
     def info(self):

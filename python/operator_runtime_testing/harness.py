@@ -42,8 +42,8 @@ from operator_runtime_testing.tensors import (
 def assert_matches(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tolerance, what=""):
     assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
     torch.testing.assert_close(
-        actual.detach().cpu().double(),
-        expected.detach().cpu().double(),
+        actual.detach().double(),
+        expected.detach().to(actual.device).double(),
         atol=tolerance.atol,
         rtol=tolerance.rtol,
         equal_nan=True,

@@ -14,10 +14,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <utility>
-#include <cstdlib>
 
 #include "runtime/core/numeric.h"
 #include "runtime/elementwise/elementwise.h"
@@ -27,12 +25,8 @@
 namespace oprt {
 namespace gpu {
 
-#ifndef EXP_THREADS
-#define EXP_THREADS 256
-#define EXP_UNROLL 4
-#endif
-constexpr int kElementwiseThreads = EXP_THREADS;
-constexpr int kElementwiseUnroll = EXP_UNROLL;
+constexpr int kElementwiseThreads = 256;
+constexpr int kElementwiseUnroll = 4;
 constexpr int kMaxVectorBytes = 16;
 
 template <class T, int kWidth>
@@ -158,20 +152,26 @@ __global__ void __launch_bounds__(kElementwiseThreads)
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// One tile of kElementwiseThreads x kElementwiseUnroll work items per block,
+// as many blocks as tiles: the scheduler balances the SMs. Only beyond the
+// grid limit (over 2^41 items) do the kernels' grid-stride loops take over.
+inline unsigned grid_for(int64_t work_items) {
+  const int64_t tiles = ceil_div(work_items, kElementwiseThreads * kElementwiseUnroll);
+  return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(tiles, INT32_MAX)));
+}
+
 // Launches the contiguous kernel with the widest vector every pointer is aligned to.
 template <int kWidth, class T, class Functor>
 void launch_contiguous(const Functor& functor, int64_t numel, T* out,
                        const InputPointers<T, Functor::kNumInputs>& in, uintptr_t address_bits,
-                       int64_t max_blocks, cudaStream_t stream) {
+                       cudaStream_t stream) {
   if constexpr (kWidth > 1) {
     if (address_bits % (kWidth * sizeof(T)) != 0) {
-      return launch_contiguous<kWidth / 2>(functor, numel, out, in, address_bits, max_blocks,
-                                           stream);
+      return launch_contiguous<kWidth / 2>(functor, numel, out, in, address_bits, stream);
     }
   }
-  const int64_t needed = ceil_div(numel / kWidth, kElementwiseThreads * kElementwiseUnroll);
-  const auto blocks = static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, max_blocks)));
-  contiguous_kernel<kWidth><<<blocks, kElementwiseThreads, 0, stream>>>(functor, numel, out, in);
+  contiguous_kernel<kWidth>
+      <<<grid_for(numel / kWidth), kElementwiseThreads, 0, stream>>>(functor, numel, out, in);
 }
 
 template <class T, class Functor>
@@ -184,23 +184,17 @@ oprt_status_t launch_elementwise(const char* op, const Functor& functor,
     in.at[k] = static_cast<const T*>(inputs[k]);
     address_bits |= reinterpret_cast<uintptr_t>(inputs[k]);
   }
-  DeviceLimits limits;
-  OPRT_RETURN_IF_ERROR(device_limits(op, &limits));
-  // One full wave of resident blocks; the grid-stride loops cover the rest.
-  static const int exp_per_sm = getenv("EXP_PER_SM") ? atoi(getenv("EXP_PER_SM")) : 0;
-  const int64_t max_blocks = exp_per_sm > 0 ? static_cast<int64_t>(limits.multiprocessors) * exp_per_sm : (int64_t)INT32_MAX;
   T* typed_out = static_cast<T*>(out);
   if (plan.contiguous) {
-    launch_contiguous<kMaxVectorBytes / static_cast<int>(sizeof(T))>(
-        functor, plan.numel, typed_out, in, address_bits, max_blocks, stream);
+    launch_contiguous<kMaxVectorBytes / static_cast<int>(sizeof(T))>(functor, plan.numel,
+                                                                     typed_out, in, address_bits,
+                                                                     stream);
+  } else if (plan.numel <= INT32_MAX) {
+    strided_kernel<int32_t>
+        <<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
   } else {
-    const auto blocks = static_cast<unsigned>(std::min(
-        ceil_div(plan.numel, kElementwiseThreads * kElementwiseUnroll), max_blocks));
-    if (plan.numel <= INT32_MAX) {
-      strided_kernel<int32_t><<<blocks, kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
-    } else {
-      strided_kernel<int64_t><<<blocks, kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
-    }
+    strided_kernel<int64_t>
+        <<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
   }
   return check_launch(op);
 }

@@ -307,11 +307,11 @@ inline oprt_status_t choose_row_splits(const char* op, int64_t row_blocks, int64
                                        ReductionPlan* plan) {
   constexpr int64_t kMinBlockElements = 8192;
   constexpr int64_t kMaxSplits = 1024;
-  DeviceLimits limits;
-  OPRT_RETURN_IF_ERROR(device_limits(op, &limits));
-  // A full wave of long-row blocks.
-  const int64_t wanted = int64_t{limits.multiprocessors} *
-                         std::max(1, limits.threads_per_multiprocessor / kLongRowBlockThreads);
+  // About a full wave of long-row blocks: an SM holds 2048 threads on the GPUs of interest.
+  constexpr int64_t kLongRowBlocksPerSm = 2048 / kLongRowBlockThreads;
+  int multiprocessors = 0;
+  OPRT_RETURN_IF_ERROR(multiprocessor_count(op, &multiprocessors));
+  const int64_t wanted = kLongRowBlocksPerSm * multiprocessors;
   const int64_t min_chunk = std::max<int64_t>(kChunkQuantum, kMinBlockElements / rows_per_block);
   plan->row_splits = 1;
   if (row_blocks > 0 && row_blocks < wanted && plan->row_length >= 2 * min_chunk) {

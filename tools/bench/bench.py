@@ -22,7 +22,8 @@ import torch
 from absl import app, flags
 
 import operator_runtime as ort
-from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase
+from operator_runtime.ops import OPERATORS
+from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("op", "all", "Operator name, a comma list, or 'all'.")
@@ -33,6 +34,8 @@ flags.DEFINE_integer("warmup", 5, "Untimed runs before timing.")
 flags.DEFINE_integer("iters", 50, "Timed runs per case (the median is reported).")
 flags.DEFINE_boolean("cold_l2", True, "On GPUs, rotate input buffers so each run reads from HBM, not L2.")
 flags.DEFINE_string("json_out", None, "Write every result as JSON to this path.")
+flags.DEFINE_float("max_mb", None, "Skip (and list) cases moving more MB than this "
+                   "(default: no limit on GPUs, 300 on the cpu backend).")
 
 DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 L2_BYTES = 64 << 20  # H100/H200 have 50-60 MB of L2; rotate past that.
@@ -144,11 +147,11 @@ def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: floa
     device = _device(backend)
     info = spec.info
     params = {name: case.params.get(name, info.default(name)) for name in info.param_names}
-    out_shape = spec.info.out_shape(case.shapes, params, bool(case.params.get("keepdim", False)))
+    shape = out_shape(op, case.shapes, case.params)
     calls, peer_calls = [], []
-    for _ in range(_buffer_sets(case, out_shape, device)):
-        inputs = [torch.randn(shape, device=device).to(case.dtype) for shape in case.shapes]
-        out = torch.empty(out_shape, dtype=case.dtype, device=device)
+    for _ in range(_buffer_sets(case, shape, device)):
+        inputs = [torch.randn(s, device=device).to(case.dtype) for s in case.shapes]
+        out = torch.empty(shape, dtype=case.dtype, device=device)
         prepared = getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend)
         calls.append(prepared.run)
         peer_calls.append(lambda inputs=inputs, out=out: spec.peer(out, *inputs, **params))
@@ -193,11 +196,11 @@ def main(argv) -> int:
         print(f"bench: backend {backend!r} is not available here (available: {', '.join(available)})", file=sys.stderr)
         return 2
     device = _device(backend)
-    ops = ort.operator_names() if FLAGS.op == "all" else FLAGS.op.split(",")
+    ops = list(OPERATORS) if FLAGS.op == "all" else FLAGS.op.split(",")
     specs = {}
     for op in ops:
-        if op not in ort.operator_names():
-            print(f"bench: unknown op {op!r} (known: {', '.join(ort.operator_names())})", file=sys.stderr)
+        if op not in OPERATORS:
+            print(f"bench: unknown op {op!r} (known: {', '.join(OPERATORS)})", file=sys.stderr)
             return 2
         specs[op] = importlib.import_module(f"ops.{op}.cases")
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
@@ -205,10 +208,16 @@ def main(argv) -> int:
     print(f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s; "
           f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peer: torch {torch.__version__}")
     work = [(op, case) for op in ops for case in _cases(op, specs[op])]
+    max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if backend == "cpu" else math.inf)
+    skipped = [f"{op} {case.name}" for op, case in work if specs[op].OP.bytes(case) / 1e6 > max_mb]
+    if skipped:
+        print(f"skipped {len(skipped)} cases moving more than {max_mb:g} MB (--max_mb): {', '.join(skipped)}")
+    work = [(op, case) for op, case in work if specs[op].OP.bytes(case) / 1e6 <= max_mb]
     print(HEADER)
     results = []
     for index, (op, case) in enumerate(work, 1):
-        print(f"[{index}/{len(work)}] {op} {case.name} ...", end="\r", file=sys.stderr, flush=True)
+        if sys.stderr.isatty():
+            print(f"[{index}/{len(work)}] {op} {case.name} ...", end="\r", file=sys.stderr, flush=True)
         result = bench_case(op, specs[op].OP, case, backend, copy_gbps)
         results.append(result)
         print(_row(result), flush=True)
