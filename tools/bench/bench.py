@@ -176,14 +176,14 @@ def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: floa
 
 
 HEADER = (
-    f"{'op':<11} {'dtype':<5} {'shapes':<22} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} "
+    f"{'op':<11} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} "
     f"{'%copy':>6} {'torch us':>10} {'torch GB/s':>10} {'ratio':>6}"
 )
 
 
 def _row(r: Result) -> str:
     return (
-        f"{r.op:<11} {r.dtype:<5} {r.shapes:<22} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
+        f"{r.op:<11} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
         f"{r.gbps:>8.1f} {r.pct_copy_bw:>6.1f} {r.peer_us:>10.1f} {r.peer_gbps:>10.1f} {r.speedup:>6.2f}"
     )
 
