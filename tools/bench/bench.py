@@ -24,6 +24,7 @@ from absl import app, flags
 import operator_runtime as ort
 from operator_runtime.ops import OPERATORS
 from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
+from tools.bench.report import write_report
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("op", "all", "Operator name, a comma list, or 'all'.")
@@ -34,6 +35,7 @@ flags.DEFINE_integer("warmup", 5, "Untimed runs before timing.")
 flags.DEFINE_integer("iters", 50, "Timed runs per case (the median is reported).")
 flags.DEFINE_boolean("cold_l2", True, "On GPUs, rotate input buffers so each run reads from HBM, not L2.")
 flags.DEFINE_string("json_out", None, "Write every result as JSON to this path.")
+flags.DEFINE_string("report", None, "Write a Markdown page with the table and PNG plots to this path.")
 flags.DEFINE_float("max_mb", None, "Skip (and list) cases moving more MB than this "
                    "(default: no limit on GPUs, 300 on the cpu backend).")
 
@@ -205,8 +207,9 @@ def main(argv) -> int:
         specs[op] = importlib.import_module(f"ops.{op}.cases")
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     copy_gbps = copy_bandwidth(device)
-    print(f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s; "
-          f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peer: torch {torch.__version__}")
+    header = (f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s; "
+              f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peer: torch {torch.__version__}")
+    print(header)
     work = [(op, case) for op in ops for case in _cases(op, specs[op])]
     max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if backend == "cpu" else math.inf)
     skipped = [f"{op} {case.name}" for op, case in work if specs[op].OP.bytes(case) / 1e6 > max_mb]
@@ -221,6 +224,8 @@ def main(argv) -> int:
         result = bench_case(op, specs[op].OP, case, backend, copy_gbps)
         results.append(result)
         print(_row(result), flush=True)
+    if FLAGS.report:
+        write_report(FLAGS.report, header, HEADER, [_row(r) for r in results], results, copy_gbps)
     if FLAGS.json_out:
         with open(FLAGS.json_out, "w") as f:
             json.dump({"device": name, "backend": backend, "copy_gbps": copy_gbps,
