@@ -1,12 +1,14 @@
 // The CUDA-dialect elementwise kernels (shared by nvidia and, later, metax).
 //
-// Two kernels per functor and dtype, both grid-stride loops with int64
-// element indices, both taking everything by value (no device metadata, no
+// Three kernels per functor and dtype, all grid-stride loops with int64
+// element indices, all taking everything by value (no device metadata, no
 // allocation, no synchronisation: safe in CUDA graphs):
 //  - contiguous: flat operands, kWidth-element vectors (16 bytes when every
 //    pointer is aligned to it), kElementwiseUnroll vectors in flight per thread;
-//  - strided: any strides and broadcasts, offsets computed from the plan's
-//    shape and strides (32-bit index arithmetic when numel fits).
+//  - rows: broadcasts whose innermost dim is dense in every operand that
+//    varies along it, vectorised along that dim, offsets computed once per row;
+//  - strided: any strides and broadcasts, offsets computed per element from
+//    the plan's shape and strides (multiply-high quotients when numel < 2^31).
 // A dense copy (a functor that moves storage) is a cudaMemcpyAsync instead.
 // A backend file only instantiates gpu::elementwise_kernel<Functor> and registers it.
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CUDA_CUH_
@@ -16,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "runtime/core/numeric.h"
@@ -97,21 +100,65 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
-// Offsets of element `linear` in out and in each input: peels the linear
-// index into per-dim indices, innermost dim last.
-template <class Index, int kInputs>
-__device__ inline int64_t strided_offsets(const ElementwisePlan& plan, int64_t linear,
-                                          int64_t* in_offsets) {
-  Index rest = static_cast<Index>(linear);
+// Quotients by the plan's extents for indices below 2^31: a multiply-high,
+// an add and a shift (Granlund and Montgomery's round-up method) in place of
+// an integer division, which GPUs run as a long instruction sequence.
+// Precomputed on the host, passed by value.
+struct FastExtents {
+  uint32_t magic[OPRT_MAX_DIMS];
+  uint32_t shift[OPRT_MAX_DIMS];
+
+  __device__ int64_t quotient(int64_t n, int d) const {
+    const auto narrow = static_cast<uint32_t>(n);
+    const auto high = static_cast<uint32_t>((static_cast<uint64_t>(narrow) * magic[d]) >> 32);
+    return static_cast<int64_t>((high + narrow) >> shift[d]);
+  }
+};
+
+inline FastExtents fast_extents(const ElementwisePlan& plan) {
+  FastExtents extents{};
+  for (int d = 0; d < plan.ndim; ++d) {
+    const auto extent = static_cast<uint64_t>(plan.shape[d]);
+    uint32_t shift = 0;
+    while ((uint64_t{1} << shift) < extent) ++shift;
+    extents.shift[d] = shift;
+    const uint64_t excess = (uint64_t{1} << shift) - extent;
+    extents.magic[d] = static_cast<uint32_t>((excess << 32) / extent + 1);
+  }
+  return extents;
+}
+
+// Quotients by the plan's extents for any int64 index: plain divisions.
+struct WideExtents {
+  int64_t shape[OPRT_MAX_DIMS];
+
+  __device__ int64_t quotient(int64_t n, int d) const { return n / shape[d]; }
+};
+
+inline WideExtents wide_extents(const ElementwisePlan& plan) {
+  WideExtents extents{};
+  for (int d = 0; d < plan.ndim; ++d) extents.shape[d] = plan.shape[d];
+  return extents;
+}
+
+// Offsets in out and in each input of element `linear` of the plan's first
+// `dims` dims (all of them for an element, all but the innermost for a row):
+// one quotient per dim but the outermost, whose index is what is left.
+template <int kInputs, class Extents>
+__device__ inline int64_t strided_offsets(const ElementwisePlan& plan, const Extents& extents,
+                                          int dims, int64_t linear, int64_t* in_offsets) {
+  int64_t rest = linear;
   int64_t out_offset = 0;
 #pragma unroll
   for (int k = 0; k < kInputs; ++k) in_offsets[k] = 0;
 #pragma unroll
   for (int d = OPRT_MAX_DIMS - 1; d >= 0; --d) {
-    if (d < plan.ndim) {
-      const auto extent = static_cast<Index>(plan.shape[d]);
-      const Index index = rest % extent;
-      rest /= extent;
+    if (d < dims) {
+      int64_t index = rest;
+      if (d > 0) {
+        rest = extents.quotient(rest, d);
+        index -= rest * plan.shape[d];
+      }
       out_offset += index * plan.out_strides[d];
 #pragma unroll
       for (int k = 0; k < kInputs; ++k) in_offsets[k] += index * plan.in_strides[k][d];
@@ -120,9 +167,9 @@ __device__ inline int64_t strided_offsets(const ElementwisePlan& plan, int64_t l
   return out_offset;
 }
 
-template <class Index, class T, class Functor>
+template <class Extents, class T, class Functor>
 __global__ void __launch_bounds__(kElementwiseThreads)
-    strided_kernel(Functor functor, ElementwisePlan plan, T* out,
+    strided_kernel(Functor functor, ElementwisePlan plan, Extents extents, T* out,
                    InputPointers<T, Functor::kNumInputs> in) {
   constexpr int kInputs = Functor::kNumInputs;
   const int64_t tile = static_cast<int64_t>(kElementwiseThreads) * kElementwiseUnroll;
@@ -136,7 +183,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       const int64_t linear = first + u * kElementwiseThreads;
       if (linear < plan.numel) {
         int64_t in_offsets[kInputs];
-        out_offsets[u] = strided_offsets<Index, kInputs>(plan, linear, in_offsets);
+        out_offsets[u] = strided_offsets<kInputs>(plan, extents, plan.ndim, linear, in_offsets);
 #pragma unroll
         for (int k = 0; k < kInputs; ++k) loaded[u][k] = in.at[k][in_offsets[k]];
       }
@@ -151,7 +198,62 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   }
 }
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// Broadcast layouts whose innermost dim is dense in out and in every input
+// that varies along it (stride 1; stride 0 for an input broadcast along it):
+// rows of kWidth-element vectors. blockDim.y rows side by side, blockDim.x
+// threads along a row; a thread finds its row's offsets once per row, then
+// moves kElementwiseUnroll vectors per step. An input broadcast along the row
+// (bit k of row_broadcasts; a mask, not a lookup of the plan's strides at a
+// runtime dim, which would copy the plan to local memory) is read once per row.
+template <int kWidth, class Extents, class T, class Functor>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    rows_kernel(Functor functor, ElementwisePlan plan, Extents extents, int64_t rows,
+                int64_t row_vectors, unsigned row_broadcasts, T* out,
+                InputPointers<T, Functor::kNumInputs> in) {
+  constexpr int kInputs = Functor::kNumInputs;
+  using Lanes = Vector<T, kWidth>;
+  const int inner = plan.ndim - 1;
+  const int64_t column_tile = static_cast<int64_t>(blockDim.x) * kElementwiseUnroll;
+  for (int64_t row = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; row < rows;
+       row += static_cast<int64_t>(gridDim.y) * blockDim.y) {
+    int64_t in_rows[kInputs];
+    Lanes* out_row = reinterpret_cast<Lanes*>(
+        out + strided_offsets<kInputs>(plan, extents, inner, row, in_rows));
+    const Lanes* in_row[kInputs];
+    Lanes row_values[kInputs] = {};
+#pragma unroll
+    for (int k = 0; k < kInputs; ++k) {
+      in_row[k] = reinterpret_cast<const Lanes*>(in.at[k] + in_rows[k]);
+      if (row_broadcasts & (1u << k)) {
+        const T value = in.at[k][in_rows[k]];
+#pragma unroll
+        for (int lane = 0; lane < kWidth; ++lane) row_values[k].lanes[lane] = value;
+      }
+    }
+    for (int64_t first = blockIdx.x * column_tile + threadIdx.x; first < row_vectors;
+         first += static_cast<int64_t>(gridDim.x) * column_tile) {
+      Lanes loaded[kElementwiseUnroll][kInputs];
+#pragma unroll
+      for (int u = 0; u < kElementwiseUnroll; ++u) {
+        const int64_t v = first + u * blockDim.x;
+        if (v < row_vectors) {
+#pragma unroll
+          for (int k = 0; k < kInputs; ++k) {
+            loaded[u][k] = (row_broadcasts & (1u << k)) ? row_values[k] : in_row[k][v];
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kElementwiseUnroll; ++u) {
+        const int64_t v = first + u * blockDim.x;
+        if (v < row_vectors) {
+          out_row[v] = evaluate_lanes<T, kWidth>(functor, loaded[u],
+                                                 std::make_index_sequence<kInputs>{});
+        }
+      }
+    }
+  }
+}
 
 // One tile of kElementwiseThreads x kElementwiseUnroll work items per block,
 // as many blocks as tiles: the scheduler balances the SMs. Only beyond the
@@ -161,18 +263,72 @@ inline unsigned grid_for(int64_t work_items) {
   return static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>(tiles, INT32_MAX)));
 }
 
-// Launches the contiguous kernel with the widest vector every pointer is aligned to.
-template <int kWidth, class T, class Functor>
-void launch_contiguous(const Functor& functor, int64_t numel, T* out,
-                       const InputPointers<T, Functor::kNumInputs>& in, uintptr_t address_bits,
-                       cudaStream_t stream) {
+// Calls launch(std::integral_constant<int, kWidth>) with the widest kWidth
+// (in elements of T) that every bit pattern in alignment_bits is a multiple of,
+// in bytes: pointers, and strides and extents that vectors step over.
+template <int kWidth, class T, class Launch>
+void with_vector_width(uintptr_t alignment_bits, Launch&& launch) {
   if constexpr (kWidth > 1) {
-    if (address_bits % (kWidth * sizeof(T)) != 0) {
-      return launch_contiguous<kWidth / 2>(functor, numel, out, in, address_bits, stream);
+    if (alignment_bits % (kWidth * sizeof(T)) != 0) {
+      return with_vector_width<kWidth / 2, T>(alignment_bits, launch);
     }
   }
-  contiguous_kernel<kWidth>
-      <<<grid_for(numel / kWidth), kElementwiseThreads, 0, stream>>>(functor, numel, out, in);
+  launch(std::integral_constant<int, kWidth>{});
+}
+
+// The innermost dim of a non-contiguous plan is a row the rows kernel can
+// vectorise: dense in out, and each input dense or broadcast along it.
+inline bool has_dense_rows(const ElementwisePlan& plan) {
+  if (plan.ndim == 0) return false;
+  const int inner = plan.ndim - 1;
+  if (plan.out_strides[inner] != 1) return false;
+  for (int k = 0; k < plan.num_inputs; ++k) {
+    if (plan.in_strides[k][inner] != 0 && plan.in_strides[k][inner] != 1) return false;
+  }
+  return true;
+}
+
+template <class T, class Functor, class Extents>
+void launch_rows(const Functor& functor, const ElementwisePlan& plan, const Extents& extents,
+                 T* out, const InputPointers<T, Functor::kNumInputs>& in, cudaStream_t stream) {
+  const int inner = plan.ndim - 1;
+  const int64_t row_length = plan.shape[inner];
+  // Vectors must stay aligned from row to row in every operand they read or write.
+  uintptr_t alignment_bits = reinterpret_cast<uintptr_t>(out) |
+                             static_cast<uintptr_t>(row_length) * sizeof(T);
+  for (int d = 0; d < inner; ++d) {
+    alignment_bits |= static_cast<uintptr_t>(plan.out_strides[d]) * sizeof(T);
+  }
+  unsigned row_broadcasts = 0;
+  for (int k = 0; k < Functor::kNumInputs; ++k) {
+    if (plan.in_strides[k][inner] == 0) {  // read as scalars
+      row_broadcasts |= 1u << k;
+      continue;
+    }
+    alignment_bits |= reinterpret_cast<uintptr_t>(in.at[k]);
+    for (int d = 0; d < inner; ++d) {
+      alignment_bits |= static_cast<uintptr_t>(plan.in_strides[k][d]) * sizeof(T);
+    }
+  }
+  with_vector_width<kMaxVectorBytes / static_cast<int>(sizeof(T)), T>(
+      alignment_bits, [&](auto width) {
+        constexpr int kWidth = decltype(width)::value;
+        const int64_t rows = plan.numel / row_length;
+        const int64_t row_vectors = row_length / kWidth;
+        // Enough threads along a row to cover it in one step, the rest side by side on rows.
+        int columns = 1;
+        while (columns < kElementwiseThreads && columns * kElementwiseUnroll < row_vectors) {
+          columns *= 2;
+        }
+        const dim3 block(columns, kElementwiseThreads / columns);
+        constexpr int64_t kMaxGridY = 65535;
+        const dim3 grid(
+            static_cast<unsigned>(std::min<int64_t>(
+                ceil_div(row_vectors, int64_t{columns} * kElementwiseUnroll), INT32_MAX)),
+            static_cast<unsigned>(std::min(ceil_div(rows, block.y), kMaxGridY)));
+        rows_kernel<kWidth><<<grid, block, 0, stream>>>(functor, plan, extents, rows,
+                                                        row_vectors, row_broadcasts, out, in);
+      });
 }
 
 template <class T, class Functor>
@@ -203,15 +359,28 @@ oprt_status_t launch_elementwise(const char* op, const Functor& functor,
     }
   }
   if (plan.contiguous) {
-    launch_contiguous<kMaxVectorBytes / static_cast<int>(sizeof(T))>(functor, plan.numel,
-                                                                     typed_out, in, address_bits,
-                                                                     stream);
-  } else if (plan.numel <= INT32_MAX) {
-    strided_kernel<int32_t>
-        <<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
+    with_vector_width<kMaxVectorBytes / static_cast<int>(sizeof(T)), T>(
+        address_bits, [&](auto width) {
+          constexpr int kWidth = decltype(width)::value;
+          contiguous_kernel<kWidth><<<grid_for(plan.numel / kWidth), kElementwiseThreads, 0,
+                                      stream>>>(functor, plan.numel, typed_out, in);
+        });
   } else {
-    strided_kernel<int64_t>
-        <<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(functor, plan, typed_out, in);
+    // Indices below 2^31 divide by multiply-high; larger ones by 64-bit division.
+    const bool narrow = plan.numel <= INT32_MAX;
+    auto launch = [&](const auto& extents) {
+      if (has_dense_rows(plan)) {
+        launch_rows(functor, plan, extents, typed_out, in, stream);
+      } else {
+        strided_kernel<<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(
+            functor, plan, extents, typed_out, in);
+      }
+    };
+    if (narrow) {
+      launch(fast_extents(plan));
+    } else {
+      launch(wide_extents(plan));
+    }
   }
   return check_launch(op);
 }

@@ -1,17 +1,20 @@
 // Host-side helpers every CUDA-dialect kernel source shares: the current
-// device's multiprocessor count (asked once per device, never per call) and
-// the launch check.
+// device's multiprocessor count (asked once per device, never per call), the
+// launch check and grid arithmetic.
 #ifndef OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 #define OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdint>
 
 #include "runtime/core/core.h"
 
 namespace oprt {
 namespace gpu {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Multiprocessors of the current device: queried on the first call per
 // device, then read from a cache, so launches stay cheap and graph-capturable.

@@ -193,6 +193,20 @@ bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const v
   return true;
 }
 
+bool columns_are_vector_aligned(const ReductionPlan& plan, const void* in, size_t vector_bytes) {
+  const int64_t vector_elements =
+      static_cast<int64_t>(vector_bytes / oprt_dtype_size(plan.dtype));
+  const RowOffsets& offsets = plan.row_offsets;
+  if (offsets.ndim == 0 || offsets.in_strides[0] != 1) return false;
+  if (offsets.sizes[0] % vector_elements != 0) return false;
+  if (plan.in_axis_stride % vector_elements != 0) return false;
+  if (reinterpret_cast<uintptr_t>(in) % vector_bytes != 0) return false;
+  for (int32_t d = 1; d < offsets.ndim; ++d) {
+    if (offsets.in_strides[d] % vector_elements != 0) return false;
+  }
+  return true;
+}
+
 oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
   plan->row_splits = 1;
   *workspace_bytes = 0;

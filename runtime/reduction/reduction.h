@@ -71,6 +71,11 @@ struct ReductionPlan {
 bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const void* in,
                              size_t vector_bytes);
 
+// True when the rows are the innermost input dimension (stride 1) and every
+// `vector_bytes` group of neighbouring rows lies in one aligned vector at every
+// position along the axis, so a kernel may load several rows' elements at once.
+bool columns_are_vector_aligned(const ReductionPlan& plan, const void* in, size_t vector_bytes);
+
 // What a backend registers for a reduction-family operator (with
 // OPRT_REGISTER_KERNEL, as a pointer to a static instance).
 struct ReductionKernels {

@@ -80,17 +80,37 @@ struct MaxSumOp {
   }
 };
 
-// Folds n more values into an online softmax state.
+// Folds n more values into an online softmax state. The running sum is
+// rescaled only when the maximum grows, which after the first few values is
+// rare, so most values cost one exponential. While every value seen is -inf
+// the state stays empty: -inf - -inf would make the sum NaN.
 template <int kCount>
 __device__ inline MaxSum absorb(MaxSum state, const float (&x)[kCount]) {
   float max = state.max;
 #pragma unroll
   for (int k = 0; k < kCount; ++k) max = fmaxf(max, x[k]);
-  float sum = state.sum * softmax_weight(state.max, max);
+  if (max == -INFINITY) return state;
+  float sum = state.sum;
+  if (max != state.max) sum *= expf(state.max - max);
 #pragma unroll
-  for (int k = 0; k < kCount; ++k) sum += softmax_weight(x[k], max);
+  for (int k = 0; k < kCount; ++k) sum += expf(x[k] - max);
   return MaxSum{max, sum};
 }
+
+// The sums of kCount neighbouring rows, reduced by a team as one value.
+template <int kCount>
+struct FloatVector {
+  float lanes[kCount];
+};
+
+template <int kCount>
+struct AddVectorOp {
+  __device__ FloatVector<kCount> operator()(FloatVector<kCount> a, FloatVector<kCount> b) const {
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) a.lanes[k] += b.lanes[k];
+    return a;
+  }
+};
 
 template <class V, class Op>
 __device__ inline V butterfly_reduce(V value, Op op, int width) {
@@ -254,8 +274,6 @@ __device__ inline void for_each_vector(const T* row, int64_t stride, int64_t beg
 
 // ---- Host side: launch choices shared by the family's operators ----
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 // The smallest power of two >= value, for value in [1, 2^30].
 inline int next_pow2(int64_t value) {
   int result = 1;
@@ -282,53 +300,60 @@ inline dim3 column_block(int64_t rows) {
   return dim3(static_cast<unsigned>(slots), static_cast<unsigned>(kColumnBlockThreads / slots));
 }
 
+// Elements of T in one vector access.
+template <class T>
+constexpr int kWide = kVectorBytes / static_cast<int>(sizeof(T));
+
 // Vector width in elements for this launch: 16 bytes' worth when every row of
 // in (and of out, when out keeps the axis) is 16-byte aligned, else 1.
 template <class T>
 int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
-  const bool aligned = rows_are_vector_aligned(plan, out, in, kVectorBytes);
-  return aligned ? kVectorBytes / static_cast<int>(sizeof(T)) : 1;
+  return rows_are_vector_aligned(plan, out, in, kVectorBytes) ? kWide<T> : 1;
 }
 
 // Calls fn(std::integral_constant<int, W>{}) with W = width, which is 1 or
-// kVectorBytes / sizeof(T): the kernels' vector width as a template argument.
+// kWide<T>: the kernels' vector width as a template argument.
 template <class T, class Fn>
 oprt_status_t dispatch_vector_width(int width, Fn&& fn) {
-  constexpr int kWide = kVectorBytes / static_cast<int>(sizeof(T));
-  if (width == kWide) return fn(std::integral_constant<int, kWide>{});
+  if (width == kWide<T>) return fn(std::integral_constant<int, kWide<T>>{});
   return fn(std::integral_constant<int, 1>{});
 }
 
-// Sets plan->row_splits for a kernel that runs `row_blocks` blocks per chunk
-// index, each on `rows_per_block` rows: when that is too few blocks to keep
-// every SM streaming, rows are cut into chunks (each block still getting at
-// least kMinBlockElements elements) whose partial results meet in the workspace.
-inline oprt_status_t choose_row_splits(const char* op, int64_t row_blocks, int64_t rows_per_block,
-                                       ReductionPlan* plan) {
-  constexpr int64_t kMinBlockElements = 8192;
-  constexpr int64_t kMaxSplits = 1024;
-  // About a full wave of long-row blocks: an SM holds 2048 threads on the GPUs of interest.
-  constexpr int64_t kLongRowBlocksPerSm = 2048 / kLongRowBlockThreads;
-  int multiprocessors = 0;
-  OPRT_RETURN_IF_ERROR(multiprocessor_count(op, &multiprocessors));
-  const int64_t wanted = kLongRowBlocksPerSm * multiprocessors;
-  const int64_t min_chunk = std::max<int64_t>(kChunkQuantum, kMinBlockElements / rows_per_block);
-  plan->row_splits = 1;
-  if (row_blocks > 0 && row_blocks < wanted && plan->row_length >= 2 * min_chunk) {
-    plan->row_splits =
-        std::min({ceil_div(wanted, row_blocks), plan->row_length / min_chunk, kMaxSplits});
-  }
-  return OPRT_SUCCESS;
+// How a kernel covers the rows of one chunk index: `blocks` blocks of
+// `threads` threads, each block on `rows_per_block` rows.
+struct RowBlocks {
+  int64_t blocks;
+  int64_t rows_per_block;
+  int threads;
+};
+
+// One block per row of stride 1, or ColumnTeams blocks of single rows otherwise.
+inline RowBlocks row_blocks(const ReductionPlan& plan) {
+  if (plan.in_axis_stride == 1) return RowBlocks{plan.rows, 1, kLongRowBlockThreads};
+  const int64_t slots = column_slots(plan.rows);
+  return RowBlocks{ceil_div(plan.rows, slots), slots, kColumnBlockThreads};
 }
 
-// Sets the row splits of a kernel with one block per row (rows of stride 1)
-// or ColumnTeams blocks (otherwise), and returns the workspace for one
-// `partial_bytes` partial result per (row, chunk) when rows are split.
-inline oprt_status_t prepare_split_rows(const char* op, size_t partial_bytes, ReductionPlan* plan,
-                                        size_t* workspace_bytes) {
-  const int64_t rows_per_block = plan->in_axis_stride == 1 ? 1 : column_slots(plan->rows);
-  OPRT_RETURN_IF_ERROR(
-      choose_row_splits(op, ceil_div(plan->rows, rows_per_block), rows_per_block, plan));
+// Sets plan->row_splits and returns the workspace for one `partial_bytes`
+// partial result per (row, chunk): when `shape` is too few blocks to keep every
+// SM streaming, rows are cut into chunks (each block still getting at least
+// kMinBlockElements elements) whose partial results meet in the workspace.
+inline oprt_status_t prepare_split_rows(const char* op, size_t partial_bytes, RowBlocks shape,
+                                        ReductionPlan* plan, size_t* workspace_bytes) {
+  constexpr int64_t kMinBlockElements = 8192;
+  constexpr int64_t kMaxSplits = 1024;
+  // About a full wave: an SM holds 2048 threads on the GPUs of interest.
+  constexpr int64_t kThreadsPerSm = 2048;
+  int multiprocessors = 0;
+  OPRT_RETURN_IF_ERROR(multiprocessor_count(op, &multiprocessors));
+  const int64_t wanted = kThreadsPerSm / shape.threads * multiprocessors;
+  const int64_t min_chunk =
+      std::max<int64_t>(kChunkQuantum, kMinBlockElements / shape.rows_per_block);
+  plan->row_splits = 1;
+  if (shape.blocks > 0 && shape.blocks < wanted && plan->row_length >= 2 * min_chunk) {
+    plan->row_splits =
+        std::min({ceil_div(wanted, shape.blocks), plan->row_length / min_chunk, kMaxSplits});
+  }
   *workspace_bytes = plan->row_splits > 1
                          ? static_cast<size_t>(plan->rows * plan->row_splits) * partial_bytes
                          : 0;

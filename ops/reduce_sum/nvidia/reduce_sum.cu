@@ -3,10 +3,11 @@
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
 // when aligned: a few lanes of a warp for short rows, a whole block for long
 // ones. Other axes use ColumnTeams: neighbouring threads take neighbouring rows
-// and walk the axis together, so reads stay coalesced when rows are adjacent in
-// memory. When there are too few rows to fill the GPU, each row is cut into
-// chunks whose partial sums go to the workspace and a second kernel adds them
-// in a fixed order, so results are deterministic.
+// (16 bytes' worth of them per thread when the rows are the contiguous inner
+// dimension) and walk the axis together, so a warp reads consecutive memory.
+// When there are too few rows to fill the GPU, each row is cut into chunks whose
+// partial sums go to the workspace and a second kernel adds them in a fixed
+// order, so results are deterministic.
 #include <cuda_runtime.h>
 
 #include "runtime/reduction/reduction_cuda.cuh"
@@ -45,7 +46,60 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       if (splits == 1) {
         out[start.out] = from_float<T>(sum);
       } else {
-        partials[row * splits + blockIdx.y] = sum;
+        partials[blockIdx.y * plan.rows + row] = sum;
+      }
+    }
+  }
+}
+
+// Each thread sums kVec neighbouring rows (adjacent in memory when kVec > 1)
+// over its share of the chunk, loading kUnroll positions of the axis before
+// adding any, so several loads are in flight.
+template <class T, int kVec>
+__global__ void __launch_bounds__(kMaxBlockThreads)
+    sum_columns(ReductionPlan plan, int64_t groups, int64_t chunk, float* partials, T* out,
+                const T* in) {
+  const ColumnTeams team{};
+  const int64_t begin = blockIdx.y * chunk;
+  const int64_t end = min(plan.row_length, begin + chunk);
+  const int64_t stride = plan.in_axis_stride;
+  const int64_t step = team.width();
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    const int64_t first_row = (group * team.teams_per_block() + team.slot()) * kVec;
+    const bool active = first_row < plan.rows;
+    const RowStart start = active ? row_start(plan.row_offsets, first_row) : RowStart{0, 0};
+    FloatVector<kVec> total = {};
+    if (active) {
+      const T* column = in + start.in;
+      int64_t i = begin + team.member();
+      for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
+        float x[kUnroll][kVec];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) load_floats<kVec>(column + (i + u * step) * stride, x[u]);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) total.lanes[k] += x[u][k];
+        }
+      }
+      for (; i < end; i += step) {
+        float x[kVec];
+        load_floats<kVec>(column + i * stride, x);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) total.lanes[k] += x[k];
+      }
+    }
+    total = team.reduce(total, AddVectorOp<kVec>{});
+    if (active && team.member() == 0) {
+      // With kVec > 1 the rows share their innermost dimension, so they step by its stride.
+      const int64_t out_step = plan.row_offsets.out_strides[0];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        if (gridDim.y == 1) {
+          out[start.out + k * out_step] = from_float<T>(total.lanes[k]);
+        } else {
+          partials[blockIdx.y * plan.rows + first_row + k] = total.lanes[k];
+        }
       }
     }
   }
@@ -59,7 +113,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
        row += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float sum = 0.0f;
     for (int64_t split = 0; split < plan.row_splits; ++split) {
-      sum += partials[row * plan.row_splits + split];
+      sum += partials[split * plan.rows + row];
     }
     out[row_start(plan.row_offsets, row).out] = from_float<T>(sum);
   }
@@ -70,10 +124,16 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
                      cudaStream_t stream) {
   const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
   if (plan.in_axis_stride != 1) {
-    const dim3 block = column_block(plan.rows);
-    const int64_t groups = ceil_div(plan.rows, block.x);
-    sum_rows<ColumnTeams, T, 1><<<row_grid(groups, plan.row_splits), block, 0, stream>>>(
-        plan, ColumnTeams{}, groups, chunk, partials, out, in);
+    const bool wide = columns_are_vector_aligned(plan, in, kVectorBytes);
+    OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(wide ? kWide<T> : 1, [&](auto vec) {
+      constexpr int kVec = decltype(vec)::value;
+      const int64_t columns = ceil_div(plan.rows, kVec);
+      const dim3 block = column_block(columns);
+      const int64_t groups = ceil_div(columns, block.x);
+      sum_columns<T, kVec><<<row_grid(groups, plan.row_splits), block, 0, stream>>>(
+          plan, groups, chunk, partials, out, in);
+      return OPRT_SUCCESS;
+    }));
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
@@ -101,8 +161,17 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
   return check_launch("reduce_sum");
 }
 
+// Splits are chosen for the vector width a strided axis gets when aligned; an
+// unaligned launch has more blocks and needs no more splits.
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
-  return prepare_split_rows("reduce_sum", sizeof(float), plan, workspace_bytes);
+  RowBlocks shape = row_blocks(*plan);
+  if (plan->in_axis_stride != 1) {
+    const int64_t vec = kVectorBytes / static_cast<int64_t>(oprt_dtype_size(plan->dtype));
+    const int64_t columns = ceil_div(plan->rows, vec);
+    const int64_t slots = column_slots(columns);
+    shape = RowBlocks{ceil_div(columns, slots), slots * vec, kColumnBlockThreads};
+  }
+  return prepare_split_rows("reduce_sum", sizeof(float), shape, plan, workspace_bytes);
 }
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, const void* in,

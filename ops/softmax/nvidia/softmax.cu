@@ -223,7 +223,7 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
 
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   if (may_use_registers(*plan)) return prepare_whole_rows(plan, workspace_bytes);
-  return prepare_split_rows("softmax", sizeof(MaxSum), plan, workspace_bytes);
+  return prepare_split_rows("softmax", sizeof(MaxSum), row_blocks(*plan), plan, workspace_bytes);
 }
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, const void* in,
