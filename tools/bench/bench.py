@@ -1,21 +1,30 @@
-"""The oprt benchmark: every operator's benchmark cases against PyTorch, in one run.
+"""The oprt benchmark: every operator's benchmark cases against its peers, in one run.
 
     bazel run //tools:bench -- --op=all [--backend=nvidia] [--dtype=f32] [--shapes=8192x8192]
+        [--peers=torch,torch_compile,liger] [--nooverhead]
 
 Per case: median latency, bytes moved and FLOPs from the operator's declared
 formulas (ops/<op>/cases.py), GB/s, the share of this device's copy bandwidth
-measured at start-up, and the same for the PyTorch peer timed in the same process,
-interleaved with ours, with the speed ratio (peer time / our time: > 1 is faster).
+measured at start-up, and for each peer (tools/bench/peers.py: torch, its
+torch.compile, Liger-Kernel's softmax) timed in the same process, interleaved
+with ours: its latency, GB/s and the ratio `x <peer>` (peer time / our time:
+> 1 is faster); "n/a" where a peer cannot run a case, with the reason below.
+
+A second table gives the host overhead of each call, in µs per call, on a tiny
+tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
+...)` (describe, validate, create, execute each call) and each peer's call.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import statistics
 import sys
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -24,6 +33,7 @@ from absl import app, flags
 import operator_runtime as ort
 from operator_runtime.ops import OPERATORS
 from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
+from tools.bench import peers as peer_lib
 from tools.bench.report import write_report
 
 FLAGS = flags.FLAGS
@@ -36,11 +46,24 @@ flags.DEFINE_integer("iters", 50, "Timed runs per case (the median is reported).
 flags.DEFINE_boolean("cold_l2", True, "On GPUs, rotate input buffers so each run reads from HBM, not L2.")
 flags.DEFINE_string("json_out", None, "Write every result as JSON to this path.")
 flags.DEFINE_string("report", None, "Write a Markdown page with the table and PNG plots to this path.")
+flags.DEFINE_list("peers", ["torch"], f"Peers timed beside oprt: any of {', '.join(peer_lib.PEER_NAMES)}.")
+flags.DEFINE_boolean("overhead", True, "Also measure the host µs per call of p.run(), ort.<op>_() and the peers.")
+flags.DEFINE_integer("overhead_calls", 2000, "Calls per overhead measurement (in 5 batches; the median is reported).")
 flags.DEFINE_float("max_mb", None, "Skip (and list) cases moving more MB than this "
                    "(default: no limit on GPUs, 300 on the cpu backend).")
 
 DTYPES = {name: dtype for dtype, name in DTYPE_NAMES.items()}
 L2_BYTES = 64 << 20  # H100/H200 have 50-60 MB of L2; rotate past that.
+
+
+@dataclass
+class PeerTiming:
+    """One peer on one case; all None with `unavailable` set when it cannot run it."""
+
+    us: float | None = None
+    gbps: float | None = None
+    ratio: float | None = None
+    unavailable: str | None = None
 
 
 @dataclass
@@ -55,9 +78,19 @@ class Result:
     flops: int
     gbps: float
     pct_copy_bw: float
-    peer_us: float
-    peer_gbps: float
-    speedup: float
+    peers: dict[str, PeerTiming]
+
+
+@dataclass
+class Overhead:
+    """Host µs per call on a tiny tensor; a peer's value is None when it cannot run."""
+
+    op: str
+    case: str
+    run_us: float
+    op_call_us: float
+    peers: dict[str, float | None]
+    unavailable: dict[str, str]
 
 
 def _device(backend: str) -> torch.device:
@@ -145,21 +178,45 @@ def _cases(op: str, spec_module) -> list[BenchmarkCase]:
     return cases
 
 
+def _params(spec, case: BenchmarkCase) -> dict:
+    info = spec.info
+    return {name: case.params.get(name, info.default(name)) for name in info.param_names}
+
+
+def _bind_peers(spec, params: dict, out: torch.Tensor, inputs) -> dict:
+    """Each requested peer's call(out, *inputs), or the reason it cannot run."""
+    bound = {}
+    for name in FLAGS.peers:
+        try:
+            bound[name] = peer_lib.bind(name, spec, params, out, inputs)
+        except peer_lib.Unavailable as reason:
+            bound[name] = str(reason)
+    return bound
+
+
 def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: float) -> Result:
     device = _device(backend)
-    info = spec.info
-    params = {name: case.params.get(name, info.default(name)) for name in info.param_names}
+    params = _params(spec, case)
     shape = out_shape(op, case.shapes, case.params)
-    calls, peer_calls = [], []
+    buffer_sets = []
     for _ in range(_buffer_sets(case, shape, device)):
         inputs = [torch.randn(s, device=device).to(case.dtype) for s in case.shapes]
         out = torch.empty(shape, dtype=case.dtype, device=device)
-        prepared = getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend)
-        calls.append(prepared.run)
-        peer_calls.append(lambda inputs=inputs, out=out: spec.peer(out, *inputs, **params))
-    ours, peer = _median_times([_Rotation(calls), _Rotation(peer_calls)], device)
+        buffer_sets.append((out, inputs))
+    out, inputs = buffer_sets[0]
+    bound = _bind_peers(spec, params, out, inputs)
+    timed = [name for name in FLAGS.peers if callable(bound[name])]
+    rotations = [_Rotation([getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend).run
+                            for out, inputs in buffer_sets])]
+    rotations += [
+        _Rotation([functools.partial(bound[name], out, *inputs) for out, inputs in buffer_sets]) for name in timed
+    ]
+    ours, *peer_seconds = _median_times(rotations, device)
     moved, flops = spec.bytes(case), spec.flops(case)
     gbps = moved / ours / 1e9
+    timings = {name: PeerTiming(unavailable=bound[name]) for name in FLAGS.peers}
+    for name, seconds in zip(timed, peer_seconds):
+        timings[name] = PeerTiming(us=seconds * 1e6, gbps=moved / seconds / 1e9, ratio=seconds / ours)
     return Result(
         op=op,
         case=case.name,
@@ -171,27 +228,109 @@ def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: floa
         flops=flops,
         gbps=gbps,
         pct_copy_bw=100 * gbps / copy_gbps,
-        peer_us=peer * 1e6,
-        peer_gbps=moved / peer / 1e9,
-        speedup=peer / ours,
+        peers=timings,
     )
 
 
-HEADER = (
-    f"{'op':<11} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} "
-    f"{'%copy':>6} {'torch us':>10} {'torch GB/s':>10} {'ratio':>6}"
-)
+def _host_us_per_call(call, device: torch.device) -> float:
+    """Median host µs per call over batches of back-to-back calls. GPU calls are
+    not synchronized inside a batch (the queue is drained between batches), and
+    the tensor is tiny, so each kernel takes about its launch and the host, not
+    the device, sets the pace."""
+    batch = max(1, FLAGS.overhead_calls // 5)
+    per_call = []
+    for _ in range(6):  # the first batch warms caches up and is dropped
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        begin = time.perf_counter()
+        for _ in range(batch):
+            call()
+        per_call.append((time.perf_counter() - begin) / batch)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return statistics.median(per_call[1:]) * 1e6
+
+
+def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
+    """Host cost per call for the op's first benchmark case in f32, shrunk to at
+    most 8 elements per dim (same rank, broadcasts and params)."""
+    device = _device(backend)
+    spec = spec_module.OP
+    template = spec_module.benchmark_cases()[0]
+    shapes = tuple(tuple(min(extent, 8) for extent in shape) for shape in template.shapes)
+    case = replace(template, name="x".join(map(str, shapes[0])), shapes=shapes, dtype=torch.float32)
+    params = _params(spec, case)
+    inputs = [torch.randn(s, device=device) for s in case.shapes]
+    out = torch.empty(out_shape(op, case.shapes, case.params), device=device)
+    out_variant = getattr(ort, f"{op}_")
+    bound = _bind_peers(spec, params, out, inputs)
+    with getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend) as prepared:
+        run_us = _host_us_per_call(prepared.run, device)
+    op_call_us = _host_us_per_call(lambda: out_variant(out, *inputs, **params, backend=backend), device)
+    peer_us = {
+        name: _host_us_per_call(functools.partial(call, out, *inputs), device) if callable(call) else None
+        for name, call in bound.items()
+    }
+    return Overhead(op=op, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, peers=peer_us,
+                    unavailable={name: call for name, call in bound.items() if not callable(call)})
+
+
+def _cell(value: float | None, width: int, precision: int) -> str:
+    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{precision}f}"
+
+
+def table_header() -> str:
+    columns = [f"{'op':<11} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} {'%copy':>6}"]
+    for name in FLAGS.peers:
+        label = peer_lib.LABELS[name]
+        columns.append(f"{label + ' us':>10} {label + ' GB/s':>12} {'x ' + label:>9}")
+    return " ".join(columns)
 
 
 def _row(r: Result) -> str:
-    return (
+    columns = [
         f"{r.op:<11} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
-        f"{r.gbps:>8.1f} {r.pct_copy_bw:>6.1f} {r.peer_us:>10.1f} {r.peer_gbps:>10.1f} {r.speedup:>6.2f}"
-    )
+        f"{r.gbps:>8.1f} {r.pct_copy_bw:>6.1f}"
+    ]
+    for name in FLAGS.peers:
+        timing = r.peers[name]
+        columns.append(f"{_cell(timing.us, 10, 1)} {_cell(timing.gbps, 12, 1)} {_cell(timing.ratio, 9, 2)}")
+    return " ".join(columns)
+
+
+def overhead_header() -> str:
+    peers = " ".join(f"{peer_lib.LABELS[name]:>10}" for name in FLAGS.peers)
+    return f"{'op':<11} {'case':<16} {'p.run()':>10} {'op_()':>10} {peers}"
+
+
+def _overhead_row(o: Overhead) -> str:
+    peers = " ".join(_cell(o.peers[name], 10, 1) for name in FLAGS.peers)
+    return f"{o.op:<11} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} {peers}"
+
+
+def unavailable_notes(results: list[Result], overheads: list[Overhead]) -> list[str]:
+    """One line per distinct reason a peer printed n/a, with where."""
+    where = defaultdict(list)
+    for r in results:
+        for name, timing in r.peers.items():
+            if timing.unavailable:
+                where[(name, timing.unavailable)].append(f"{r.op} {r.case}")
+    for o in overheads:
+        for name, reason in o.unavailable.items():
+            where[(name, reason)].append(f"{o.op} overhead")
+    notes = []
+    for (name, reason), cases in where.items():
+        shown = ", ".join(cases[:4]) + (f" and {len(cases) - 4} more" if len(cases) > 4 else "")
+        notes.append(f"n/a {name}: {reason} ({shown})")
+    return notes
 
 
 def main(argv) -> int:
     del argv
+    problem = peer_lib.check(FLAGS.peers)
+    if problem:
+        print(f"bench: {problem}", file=sys.stderr)
+        return 2
     available = ort.available_backends()
     backend = FLAGS.backend or ("nvidia" if "nvidia" in available and torch.cuda.is_available() else "cpu")
     if backend not in available:
@@ -208,7 +347,7 @@ def main(argv) -> int:
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
     copy_gbps = copy_bandwidth(device)
     header = (f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s; "
-              f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peer: torch {torch.__version__}")
+              f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peers: {peer_lib.describe(FLAGS.peers)}")
     print(header)
     work = [(op, case) for op in ops for case in _cases(op, specs[op])]
     max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if backend == "cpu" else math.inf)
@@ -216,7 +355,7 @@ def main(argv) -> int:
     if skipped:
         print(f"skipped {len(skipped)} cases moving more than {max_mb:g} MB (--max_mb): {', '.join(skipped)}")
     work = [(op, case) for op, case in work if specs[op].OP.bytes(case) / 1e6 <= max_mb]
-    print(HEADER)
+    print(table_header())
     results = []
     for index, (op, case) in enumerate(work, 1):
         if sys.stderr.isatty():
@@ -224,12 +363,26 @@ def main(argv) -> int:
         result = bench_case(op, specs[op].OP, case, backend, copy_gbps)
         results.append(result)
         print(_row(result), flush=True)
+    tables = [("", table_header(), [_row(r) for r in results])]
+    overheads = []
+    if FLAGS.overhead:
+        print(f"\nhost overhead (µs per call, {FLAGS.overhead_calls} calls)")
+        print(overhead_header())
+        for op in ops:
+            overheads.append(measure_overhead(op, specs[op], backend))
+            print(_overhead_row(overheads[-1]), flush=True)
+        tables.append((f"host overhead (µs per call, {FLAGS.overhead_calls} calls)", overhead_header(),
+                       [_overhead_row(o) for o in overheads]))
+    notes = unavailable_notes(results, overheads)
+    if notes:
+        print("\n".join(["", *notes]))
     if FLAGS.report:
-        write_report(FLAGS.report, header, HEADER, [_row(r) for r in results], results, copy_gbps)
+        write_report(FLAGS.report, header, tables, notes, results, FLAGS.peers, copy_gbps)
     if FLAGS.json_out:
         with open(FLAGS.json_out, "w") as f:
-            json.dump({"device": name, "backend": backend, "copy_gbps": copy_gbps,
-                       "results": [asdict(r) for r in results]}, f, indent=1)
+            json.dump({"device": name, "backend": backend, "copy_gbps": copy_gbps, "peers": FLAGS.peers,
+                       "results": [asdict(r) for r in results], "overhead": [asdict(o) for o in overheads]},
+                      f, indent=1)
     return 0
 
 
