@@ -1,0 +1,184 @@
+"""Fails when README.md or docs/**/*.md names a repository path or Bazel label that does not exist.
+
+What is checked (one rule per kind of reference):
+
+- Link targets, `[text](target)` and `![alt](target)`: every target that is not a URL
+  (`scheme:`) or a pure `#anchor` must exist, relative to the Markdown file's folder,
+  with any `#anchor` removed.
+- Inline code spans: a span without whitespace whose first `/`-separated component is an
+  existing top-level entry of the workspace (`runtime`, `ops`, `docs`, `.ci`, ...) is a
+  repository path and must exist. Spans starting elsewhere (`oprt-bundle/run_tests.sh`,
+  `~/.cache/...`, `ac/<sha256>`, URLs, flags) are not repository paths and are skipped,
+  and so is anything under `bazel-*` (build outputs). A typo in the first component
+  therefore goes unnoticed; every later component is checked.
+- Bazel labels `//pkg` and `//pkg:name`, anywhere in the text, fenced blocks included:
+  `pkg/BUILD.bazel` must exist and, with `:name` (default: the package's last
+  component), the name must be a target there: a `name = "..."` in the BUILD file, a
+  file of the package, a name `oprt_operator` (ops/defs.bzl) declares when the BUILD
+  file calls it, or `<name>.so` of a `pybind_extension`. Patterns (`//...`, `:all`)
+  and labels of other repositories (`@repo//...`, `@//...`) are skipped.
+- Placeholders: `<op>` (any `<...>`) and `*` match any one component and `{h,cc}`
+  expands to each alternative; a reference with placeholders must match at least one
+  existing path (`ops/<op>/<op>_functor.h`).
+
+The workspace is read through the runfiles: this file's runfiles entry is a symlink into
+the source tree, so resolving it gives the real checkout. Bazel cannot declare every file
+of every package as an input, so the test is tagged `external` and always runs.
+
+Run: `tools/bazel test //tools:docs_check` (or `python3 tools/docs_check.py`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import itertools
+import re
+import sys
+from pathlib import Path
+
+# The names oprt_operator (ops/defs.bzl) declares besides the operator's own name.
+_OPERATOR_MACRO_TARGETS = (
+    "header",
+    "frontend",
+    "cpu",
+    "nvidia",
+    "cases",
+    "bundle_files",
+    "test_cpu",
+    "test_nvidia",
+    "test",
+)
+
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+_FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_LABEL = re.compile(r"(?<![\w@:/.])//([\w\-./<>*]*)(?::([\w\-./+<>*]+))?")
+_NAME_ATTRIBUTE = re.compile(r"\bname\s*=\s*\"([^\"]+)\"")
+_PYBIND_NAME = re.compile(r"pybind_extension\(\s*name\s*=\s*\"([^\"]+)\"")
+_URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+
+
+def workspace_root() -> Path:
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "MODULE.bazel").is_file():
+        sys.exit(f"docs_check: {root} is not the workspace root (no MODULE.bazel)")
+    return root
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """`a.{h,cc}` -> [`a.h`, `a.cc`]; nested braces are not used in the docs."""
+    parts = re.split(r"\{([^{}]*)\}", pattern)
+    choices = [[part] if i % 2 == 0 else part.split(",") for i, part in enumerate(parts)]
+    return ["".join(combination) for combination in itertools.product(*choices)]
+
+
+def matches(root: Path, relative: str) -> list[Path]:
+    """The existing paths under `root` that `relative` (no braces) names; `<...>` and `*`
+    match one component, `**` any number."""
+    pattern = re.sub(r"<[^<>/]*>", "*", relative).rstrip("/")
+    if "*" not in pattern:
+        return [root / pattern] if (root / pattern).exists() else []
+    matched = glob.glob(glob.escape(str(root)) + "/" + pattern, recursive=True)
+    return [Path(match) for match in sorted(matched)]
+
+
+def path_exists(root: Path, relative: str) -> bool:
+    """Whether every brace alternative of `relative` names an existing path under `root`."""
+    return all(matches(root, candidate) for candidate in expand_braces(relative))
+
+
+def prose_and_spans(text: str) -> tuple[str, list[str]]:
+    """The text without fenced blocks, and the inline code spans in it."""
+    prose = _FENCE.sub("", text)
+    return prose, [match.group(2).strip() for match in _CODE_SPAN.finditer(prose)]
+
+
+def broken_links(root: Path, doc: Path, prose: str) -> list[str]:
+    problems = []
+    for target in (match.group(1) for match in _LINK.finditer(prose)):
+        path = target.split("#", 1)[0]
+        if not path or _URL.match(path):
+            continue
+        resolved = (doc.parent / path).resolve()
+        if not resolved.exists():
+            problems.append(f"link {target}")
+    return problems
+
+
+def broken_paths(root: Path, spans: list[str]) -> list[str]:
+    top_level = {entry.name for entry in root.iterdir() if not entry.name.startswith("bazel-")}
+    problems = []
+    for span in spans:
+        if re.search(r"\s", span) or "://" in span or "/" not in span:
+            continue
+        if span.split("/", 1)[0] not in top_level:
+            continue
+        if not path_exists(root, span):
+            problems.append(f"path {span}")
+    return problems
+
+
+def target_names(build_file: Path) -> set[str]:
+    text = build_file.read_text()
+    names = set(_NAME_ATTRIBUTE.findall(text))
+    names.update(name + ".so" for name in _PYBIND_NAME.findall(text))
+    if "oprt_operator(" in text:
+        names.update(_OPERATOR_MACRO_TARGETS)
+    return names
+
+
+def label_exists(root: Path, package: str, name: str | None) -> bool:
+    for package_dir in matches(root, package):
+        build_file = package_dir / "BUILD.bazel"
+        if not build_file.is_file():
+            continue
+        wanted = name if name is not None else package_dir.name
+        pattern = re.sub(r"<[^<>/]*>", "*", wanted)
+        if any(fnmatch.fnmatchcase(target, pattern) for target in target_names(build_file)):
+            return True
+        if path_exists(package_dir, wanted):
+            return True
+    return False
+
+
+def broken_labels(root: Path, text: str) -> list[str]:
+    problems = []
+    for match in _LABEL.finditer(text):
+        package, name = match.group(1).rstrip("/"), match.group(2)
+        if package.endswith("...") or name in ("all", "*"):
+            continue
+        if not label_exists(root, package, name):
+            problems.append(f"label {match.group(0)}")
+    return problems
+
+
+def check(root: Path) -> dict[str, list[str]]:
+    """Broken references per Markdown file (relative path -> sorted problems)."""
+    docs = [root / "README.md"] + sorted((root / "docs").glob("**/*.md"))
+    report = {}
+    for doc in docs:
+        text = doc.read_text()
+        prose, spans = prose_and_spans(text)
+        problems = (
+            broken_links(root, doc, prose) + broken_paths(root, spans) + broken_labels(root, text)
+        )
+        if problems:
+            report[str(doc.relative_to(root))] = sorted(set(problems))
+    return report
+
+
+def main() -> int:
+    root = workspace_root()
+    report = check(root)
+    if not report:
+        print("docs_check: every path and label in README.md and docs/ exists")
+        return 0
+    for doc, problems in report.items():
+        for problem in problems:
+            print(f"{doc}: {problem} does not exist")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
