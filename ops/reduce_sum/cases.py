@@ -12,6 +12,7 @@ from operator_runtime_testing.cases import (
     CorrectnessCase,
     OpSpec,
     Tolerance,
+    tolerances,
     Values,
     numel,
     reduced_length,
@@ -38,11 +39,7 @@ def tolerance_rule(base: Tolerance, case: CorrectnessCase) -> Tolerance:
 OP = OpSpec(
     name="reduce_sum",
     reference=reference,
-    tolerances={
-        torch.float32: Tolerance(1e-5, 1.3e-6),
-        torch.float16: Tolerance(1e-3, 1e-3),
-        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
-    },
+    tolerances=tolerances(f32=Tolerance(1e-5, 1.3e-6)),
     tolerance_rule=tolerance_rule,
     # One addition per input element.
     flops=lambda case: numel(case.shapes[0]),

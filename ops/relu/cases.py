@@ -10,6 +10,7 @@ from operator_runtime_testing.cases import (
     CorrectnessCase,
     OpSpec,
     Tolerance,
+    tolerances,
     Values,
     numel,
     spec,
@@ -27,11 +28,7 @@ def reference(input: torch.Tensor, negative_slope: float = 0.0) -> torch.Tensor:
 OP = OpSpec(
     name="relu",
     reference=reference,
-    tolerances={
-        torch.float32: Tolerance(1e-6, 1.3e-6),
-        torch.float16: Tolerance(1e-3, 1e-3),
-        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
-    },
+    tolerances=tolerances(f32=Tolerance(1e-6, 1.3e-6)),
     # One compare (and for negative inputs one multiply) per element.
     flops=lambda case: numel(case.shapes[0]),
     peer=lambda out, x, negative_slope: torch.nn.functional.leaky_relu(x, negative_slope),

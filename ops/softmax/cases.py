@@ -12,6 +12,7 @@ from operator_runtime_testing.cases import (
     CorrectnessCase,
     OpSpec,
     Tolerance,
+    tolerances,
     Values,
     numel,
     reduced_length,
@@ -41,11 +42,7 @@ def tolerance_rule(base: Tolerance, case: CorrectnessCase) -> Tolerance:
 OP = OpSpec(
     name="softmax",
     reference=reference,
-    tolerances={
-        torch.float32: Tolerance(1e-6, 1e-5),
-        torch.float16: Tolerance(1e-3, 1e-3),
-        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
-    },
+    tolerances=tolerances(f32=Tolerance(1e-6, 1e-5)),
     tolerance_rule=tolerance_rule,
     # max, subtract, exp, sum, divide per element.
     flops=lambda case: 5 * numel(case.shapes[0]),

@@ -10,6 +10,7 @@ from operator_runtime_testing.cases import (
     CorrectnessCase,
     OpSpec,
     Tolerance,
+    tolerances,
     numel,
     out_shape,
 )
@@ -23,11 +24,7 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 OP = OpSpec(
     name="vector_add",
     reference=reference,
-    tolerances={
-        torch.float32: Tolerance(1e-6, 1.3e-6),
-        torch.float16: Tolerance(1e-3, 1e-3),
-        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
-    },
+    tolerances=tolerances(f32=Tolerance(1e-6, 1.3e-6)),
     # One addition per output element.
     flops=lambda case: numel(out_shape("vector_add", case.shapes, case.params)),
     peer=lambda out, a, b: torch.add(a, b, out=out),

@@ -268,6 +268,16 @@ class Tolerance:
 DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
+def tolerances(f32: Tolerance) -> dict[torch.dtype, Tolerance]:
+    """An op's base tolerance per dtype: its own f32 one, and for f16/bf16 the
+    dtype's rounding of a result computed in f32 (shared by every op)."""
+    return {
+        torch.float32: f32,
+        torch.float16: Tolerance(1e-3, 1e-3),
+        torch.bfloat16: Tolerance(1.6e-2, 1.6e-2),
+    }
+
+
 def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
