@@ -29,74 +29,34 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import operator_runtime as ort
+from operator_runtime_testing.c_abi import (
+    BACKEND_CPU,
+    BACKEND_METAX,
+    BACKEND_NVIDIA,
+    DTYPE_CODES,
+    INSUFFICIENT_WORKSPACE,
+    INVALID_ARG,
+    KIND_ELEMENTWISE,
+    KIND_NORMALIZATION,
+    KIND_REDUCTION,
+    MAX_DIMS,
+    NOT_SUPPORTED,
+    SUCCESS,
+    UNSUPPORTED_DTYPE,
+    TensorView,
+    ViewPointer,
+    load_library,
+    make_view,
+    operator_names,
+)
 from operator_runtime_testing.cases import CorrectnessCase, Values, spec
 
 # ---------------------------------------------------------------- the C ABI
 
-MAX_DIMS = 8
+LIB = load_library()
+OPERATOR_NAMES = operator_names(LIB)
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
-SUCCESS, INVALID_ARG, UNSUPPORTED_DTYPE, RUNTIME, INSUFFICIENT_WORKSPACE, NOT_SUPPORTED = range(6)
-BACKEND_NVIDIA, BACKEND_METAX, BACKEND_CPU = 1, 2, 3
-DTYPE_CODES = {torch.float16: 0, torch.float32: 1, torch.bfloat16: 2}
-KIND_ELEMENTWISE, KIND_REDUCTION, KIND_NORMALIZATION = range(3)
-
-
-class TensorView(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("dtype", ctypes.c_int),
-        ("ndim", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * MAX_DIMS),
-        ("strides", ctypes.c_int64 * MAX_DIMS),
-    ]
-
-
-ViewPointer = ctypes.POINTER(TensorView)
-Status = ctypes.c_int
-
-
-class Operator(ctypes.Structure):
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("kind", ctypes.c_int),
-        ("num_inputs", ctypes.c_int32),
-        ("input_names", ctypes.POINTER(ctypes.c_char_p)),
-        ("num_params", ctypes.c_int32),
-        ("param_names", ctypes.POINTER(ctypes.c_char_p)),
-        ("param_defaults", ctypes.POINTER(ctypes.c_double)),
-        ("create", ctypes.CFUNCTYPE(
-            Status, ctypes.POINTER(ctypes.c_void_p), ViewPointer, ctypes.POINTER(ViewPointer),
-            ctypes.POINTER(ctypes.c_double))),
-        ("get_workspace_size", ctypes.CFUNCTYPE(
-            Status, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t))),
-        ("execute", ctypes.CFUNCTYPE(
-            Status, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)),
-        ("destroy", ctypes.CFUNCTYPE(Status, ctypes.c_void_p)),
-    ]
-
-
-def _load_library() -> ctypes.CDLL:
-    runfiles = os.environ.get("RUNFILES_DIR") or os.environ.get("TEST_SRCDIR") or ""
-    path = os.path.join(runfiles, "_main", "runtime", "liboperator_runtime.so")
-    lib = ctypes.CDLL(path)
-    lib.oprt_last_error_message.restype = ctypes.c_char_p
-    lib.oprt_find_operator.restype = ctypes.POINTER(Operator)
-    lib.oprt_find_operator.argtypes = [ctypes.c_char_p]
-    lib.oprt_operator_count.restype = ctypes.c_int32
-    lib.oprt_operator_at.restype = ctypes.POINTER(Operator)
-    lib.oprt_operator_at.argtypes = [ctypes.c_int32]
-    lib.oprt_set_backend.argtypes = [ctypes.c_int]
-    lib.oprt_backend_available.argtypes = [ctypes.c_int]
-    lib.oprt_backend_available.restype = ctypes.c_int32
-    return lib
-
-
-LIB = _load_library()
-OPERATOR_NAMES = [
-    LIB.oprt_operator_at(index).contents.name.decode() for index in range(LIB.oprt_operator_count())
-]
 
 
 def last_message() -> str:
@@ -181,17 +141,6 @@ class Buffer:
     def as_torch(self) -> torch.Tensor:
         """The view as a torch tensor (strides must be >= 0)."""
         return self.storage.as_strided(self.shape, self.strides, self.origin)
-
-
-def make_view(data, dtype, shape, strides) -> TensorView:
-    view = TensorView()
-    view.data = data
-    view.dtype = DTYPE_CODES[dtype] if isinstance(dtype, torch.dtype) else dtype
-    view.ndim = len(shape)
-    for axis, (extent, stride) in enumerate(zip(shape, strides)):
-        view.shape[axis] = extent
-        view.strides[axis] = stride
-    return view
 
 
 def copy_view(view: TensorView) -> TensorView:

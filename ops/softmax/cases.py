@@ -73,8 +73,10 @@ def api_error_cases():
 
 def benchmark_cases() -> list[BenchmarkCase]:
     shapes = [(8192, 8192), (1024, 32768), (32768, 1024), (256, 262144), (4096, 128)]
-    # Long rows (2^17 ... 2^20) with few of them: one row must be split across blocks.
+    # Long rows (2^17 ... 2^20): one row must be split across blocks. Few rows (the
+    # whole tensor near L2's size), then 256 MiB of f32 like the other shapes.
     shapes += [(64, 131072), (16, 524288), (8, 1048576)]
+    shapes += [(512, 131072), (128, 524288), (64, 1048576)]
     return [
         BenchmarkCase(named(f"{rows}x{columns}", dtype), ((rows, columns),), dtype, {"dim": -1})
         for dtype in DTYPES

@@ -1,6 +1,6 @@
 // Host-side helpers every CUDA-dialect kernel source shares: the current
-// device's multiprocessor count (asked once per device, never per call), the
-// launch check and grid arithmetic.
+// device's attributes (asked once per device, never per call), the launch
+// check and grid arithmetic.
 #ifndef OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 #define OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 
@@ -16,29 +16,32 @@ namespace gpu {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Multiprocessors of the current device: queried on the first call per
-// device, then read from a cache, so launches stay cheap and graph-capturable.
-inline oprt_status_t multiprocessor_count(const char* op, int* count) {
+// An attribute of the current device: queried on the first call per device,
+// then read from a cache, so launches stay cheap and graph-capturable.
+template <cudaDeviceAttr kAttribute>
+oprt_status_t device_attribute(const char* op, int* value) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cached[kMaxDevices];
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
   const bool cacheable = error == cudaSuccess && device >= 0 && device < kMaxDevices;
   if (cacheable && cached[device].load(std::memory_order_relaxed) > 0) {
-    *count = cached[device].load(std::memory_order_relaxed);
+    *value = cached[device].load(std::memory_order_relaxed);
     return OPRT_SUCCESS;
   }
-  int value = 0;
-  if (error == cudaSuccess) {
-    error = cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device);
-  }
+  int queried = 0;
+  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&queried, kAttribute, device);
   if (error != cudaSuccess) {
     return fail(OPRT_ERR_RUNTIME, "%s: cannot query the device: %s", op,
                 cudaGetErrorString(error));
   }
-  if (cacheable) cached[device].store(value, std::memory_order_relaxed);
-  *count = value;
+  if (cacheable) cached[device].store(queried, std::memory_order_relaxed);
+  *value = queried;
   return OPRT_SUCCESS;
+}
+
+inline oprt_status_t multiprocessor_count(const char* op, int* count) {
+  return device_attribute<cudaDevAttrMultiProcessorCount>(op, count);
 }
 
 // Turns a failed launch (bad configuration, no kernel image for this GPU, or

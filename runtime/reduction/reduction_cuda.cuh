@@ -233,18 +233,25 @@ __device__ inline void load_floats(const T* source, float (&x)[kCount]) {
   }
 }
 
+// kCount floats converted to T, as the access word that stores them together.
+template <int kCount, class T>
+__device__ inline typename AccessWord<sizeof(T) * kCount>::type pack_floats(
+    const float (&x)[kCount]) {
+  T lanes[kCount];
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) lanes[k] = from_float<T>(x[k]);
+  typename AccessWord<sizeof(T) * kCount>::type word;
+  memcpy(&word, lanes, sizeof(word));
+  return word;
+}
+
 template <int kCount, class T>
 __device__ inline void store_floats(T* target, const float (&x)[kCount]) {
   if constexpr (kCount == 1) {
     *target = from_float<T>(x[0]);
   } else {
     using Word = typename AccessWord<sizeof(T) * kCount>::type;
-    T lanes[kCount];
-#pragma unroll
-    for (int k = 0; k < kCount; ++k) lanes[k] = from_float<T>(x[k]);
-    Word word;
-    memcpy(&word, lanes, sizeof(word));
-    store_word(reinterpret_cast<Word*>(target), word);
+    store_word(reinterpret_cast<Word*>(target), pack_floats<kCount, T>(x));
   }
 }
 

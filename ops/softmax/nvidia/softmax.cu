@@ -8,8 +8,15 @@
 // that reads the input again and writes the result. Rows too few to fill the
 // GPU are cut into chunks whose pairs meet in the workspace between two kernels.
 //
+// On Hopper and newer (sm_90+), long rows of stride 1 instead take the cluster
+// path, which again reads the data once: a thread-block cluster of up to 16
+// blocks holds one row on chip (each block its chunk, in registers and then
+// shared memory), and the blocks exchange their (max, sum) pairs through
+// distributed shared memory.
+//
 // In-place (out == in) is safe: every thread writes only elements it has read
 // itself, after reading them.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "runtime/reduction/reduction_cuda.cuh"
@@ -133,6 +140,141 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   }
 }
 
+// Threads of a cluster-path block, and the elements each holds in registers;
+// the rest of its chunk (the tail) goes to shared memory. Two such blocks fit
+// on one SM when their tails are short enough.
+constexpr int kClusterBlockThreads = 512;
+constexpr int kClusterRegisterFloats = 16;
+constexpr int64_t kClusterRegisterElements =
+    int64_t{kClusterBlockThreads} * kClusterRegisterFloats;
+// Bytes of row a cluster block aims to hold: small enough that two blocks fit
+// on an SM (one loads while the other reduces), large enough to keep clusters few.
+constexpr int64_t kClusterChunkBytes = 64 * 1024;
+// Blocks per cluster: 8 is portable; Hopper also runs 16 when asked to.
+constexpr int kMaxClusterBlocks = 16;
+
+#if __CUDA_ARCH__ >= 900
+// Starts 16-byte asynchronous copies of this member's vectors of source[0,
+// length) into tail; wait_async_copies() completes them. The copies need no
+// registers, so a whole tail can be in flight at once.
+template <class T, int kVec>
+__device__ inline void start_async_copies(T* tail, const T* source, int64_t length, int member,
+                                          int width) {
+  static_assert(sizeof(T) * kVec == 16, "asynchronous copies move 16-byte vectors");
+  for (int64_t i = static_cast<int64_t>(member) * kVec; i < length; i += int64_t{width} * kVec) {
+    const unsigned target = static_cast<unsigned>(__cvta_generic_to_shared(tail + i));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(target), "l"(source + i)
+                 : "memory");
+  }
+}
+
+__device__ inline void wait_async_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+#endif
+
+// Each member reads back only the tail vectors it stored itself (for_each_vector
+// visits the same positions for the same member), so the tail needs no barrier.
+template <class T, int kVec>
+__global__ void __launch_bounds__(kClusterBlockThreads, 2)
+    softmax_rows_in_cluster(ReductionPlan plan, int64_t chunk, T* out, const T* in) {
+#if __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  constexpr int kRegisterVectors = kClusterRegisterFloats / kVec;
+  constexpr bool kAsyncTail = sizeof(T) * kVec == 16;
+  extern __shared__ uint4 chunk_tail_words[];
+  T* const chunk_tail = reinterpret_cast<T*>(chunk_tail_words);
+  __shared__ MaxSum block_stats;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const BlockTeam team;
+  const int64_t begin = static_cast<int64_t>(cluster.block_rank()) * chunk;
+  const int64_t end = min(plan.row_length, begin + chunk);
+  const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
+  const int64_t tail_length = end - tail_begin;
+  const int first = team.member() * kVec;
+  const int step = team.width() * kVec;
+  for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
+    const RowStart start = row_start(plan.row_offsets, row);
+    // Read the chunk once: the tail is copied to shared memory while the head
+    // is loaded into registers.
+    if constexpr (kAsyncTail) {
+      start_async_copies<T, kVec>(chunk_tail, in + start.in + tail_begin, tail_length,
+                                  team.member(), team.width());
+    }
+    float x[kRegisterVectors][kVec];
+    float max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kRegisterVectors; ++j) {
+      const int64_t i = begin + first + j * step;
+      if (i < tail_begin) {
+        load_floats<kVec>(in + start.in + i, x[j]);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) max = fmaxf(max, x[j][k]);
+      }
+    }
+    const auto fold_max = [&](int64_t, const float(&v)[kVec]) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) max = fmaxf(max, v[k]);
+    };
+    if constexpr (kAsyncTail) {
+      wait_async_copies();
+      for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
+                                     fold_max);
+    } else {
+      const auto keep = [&](int64_t i, const float(&v)[kVec]) {
+        fold_max(i, v);
+        using Word = typename AccessWord<sizeof(T) * kVec>::type;
+        reinterpret_cast<Word*>(chunk_tail)[(i - tail_begin) / kVec] = pack_floats<kVec, T>(v);
+      };
+      for_each_vector<kVec, kUnroll>(in + start.in, 1, tail_begin, end, team.member(),
+                                     team.width(), keep);
+    }
+    // This block's (max, sum) pair; a chunk of only -inf gives the empty pair.
+    max = team.reduce(max, MaxOp{});
+    const float shift = max == -INFINITY ? 0.0f : max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kRegisterVectors; ++j) {
+      if (begin + first + j * step < tail_begin) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) sum += expf(x[j][k] - shift);
+      }
+    }
+    const auto add_weights = [&](int64_t, const float(&v)[kVec]) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) sum += expf(v[k] - shift);
+    };
+    for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
+                                   add_weights);
+    sum = team.reduce(sum, AddOp{});
+    // Every block combines all the cluster's pairs in the same order, so all agree.
+    if (team.member() == 0) block_stats = MaxSum{max, sum};
+    cluster.sync();
+    MaxSum stats = MaxSumOp::identity();
+    for (unsigned rank = 0; rank < cluster.num_blocks(); ++rank) {
+      stats = MaxSumOp{}(stats, *cluster.map_shared_rank(&block_stats, rank));
+    }
+    cluster.sync();  // no block overwrites block_stats, or exits, while another reads it
+    const float scale = 1.0f / stats.sum;
+#pragma unroll
+    for (int j = 0; j < kRegisterVectors; ++j) {
+      const int64_t i = begin + first + j * step;
+      if (i < tail_begin) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) x[j][k] = expf(x[j][k] - stats.max) * scale;
+        store_floats<kVec>(out + start.out + i, x[j]);
+      }
+    }
+    const auto normalize = [&](int64_t i, const float(&v)[kVec]) {
+      float y[kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) y[k] = expf(v[k] - stats.max) * scale;
+      store_floats<kVec>(out + start.out + tail_begin + i, y);
+    };
+    for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
+                                   normalize);
+  }
+#endif
+}
+
 // Calls fn(std::integral_constant<int, P>{}) with P the smallest power of two
 // >= count, for count in [1, kMax].
 template <int kMax, int kCandidate = 1, class Fn>
@@ -200,6 +342,106 @@ void launch_online(const ReductionPlan& plan, Team team, dim3 block, int64_t gro
   }
 }
 
+// A launch of the cluster path: plan.row_splits blocks per cluster (one row at
+// a time), as many clusters as the device holds at once, looping over the rows.
+template <class T>
+struct ClusterLaunch {
+  cudaLaunchConfig_t config;
+  cudaLaunchAttribute cluster_shape;
+
+  ClusterLaunch(const ReductionPlan& plan, int64_t chunk, cudaStream_t stream) : config{} {
+    const int64_t tail = std::max<int64_t>(0, chunk - kClusterRegisterElements);
+    const int blocks = static_cast<int>(plan.row_splits);
+    config.gridDim = dim3(static_cast<unsigned>(blocks),
+                          static_cast<unsigned>(std::clamp<int64_t>(plan.rows, 1, 65535)));
+    config.blockDim = dim3(kClusterBlockThreads);
+    config.dynamicSmemBytes = static_cast<size_t>(tail) * sizeof(T);
+    config.stream = stream;
+    cluster_shape.id = cudaLaunchAttributeClusterDimension;
+    cluster_shape.val.clusterDim.x = static_cast<unsigned>(blocks);
+    cluster_shape.val.clusterDim.y = 1;
+    cluster_shape.val.clusterDim.z = 1;
+    config.attrs = &cluster_shape;
+    config.numAttrs = 1;
+  }
+};
+
+// Lets the cluster kernels use all the shared memory a block may opt into and
+// clusters of 16; returns the dynamic shared memory a block may then have.
+template <class T>
+oprt_status_t allow_large_clusters(int shared_optin, size_t* dynamic_limit) {
+  cudaFuncAttributes attributes{};
+  cudaError_t error = cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>>);
+  const int dynamic = shared_optin - static_cast<int>(attributes.sharedSizeBytes);
+  for (const auto kernel : {softmax_rows_in_cluster<T, 1>, softmax_rows_in_cluster<T, kWide<T>>}) {
+    if (error == cudaSuccess) {
+      error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic);
+    }
+    if (error == cudaSuccess) {
+      error = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    }
+  }
+  if (error != cudaSuccess) {
+    return fail(OPRT_ERR_RUNTIME, "softmax: cannot configure the cluster kernels: %s",
+                cudaGetErrorString(error));
+  }
+  *dynamic_limit = static_cast<size_t>(dynamic);
+  return OPRT_SUCCESS;
+}
+
+// Chooses the cluster path for plan when the device has clusters (sm_90+) and
+// a cluster of at most kMaxClusterBlocks blocks can hold a row: enough blocks
+// that each holds about kClusterChunkBytes, more if the row needs them.
+template <class T>
+oprt_status_t prepare_cluster(ReductionPlan* plan) {
+  int major = 0;
+  OPRT_RETURN_IF_ERROR(device_attribute<cudaDevAttrComputeCapabilityMajor>("softmax", &major));
+  if (major < 9) return OPRT_SUCCESS;
+  int shared_optin = 0;
+  OPRT_RETURN_IF_ERROR(
+      device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>("softmax", &shared_optin));
+  size_t dynamic_limit = 0;
+  OPRT_RETURN_IF_ERROR(allow_large_clusters<T>(shared_optin, &dynamic_limit));
+  const int64_t capacity =
+      kClusterRegisterElements + static_cast<int64_t>(dynamic_limit / sizeof(T));
+  int fewest = 1;
+  while (fewest <= kMaxClusterBlocks && chunk_length(plan->row_length, fewest) > capacity) {
+    fewest *= 2;
+  }
+  int multiprocessors = 0;
+  OPRT_RETURN_IF_ERROR(multiprocessor_count("softmax", &multiprocessors));
+  while (fewest < kMaxClusterBlocks && plan->rows * fewest * 2 <= multiprocessors) fewest *= 2;
+  // Not every cluster shape can be scheduled (a cluster's blocks share one GPC):
+  // fall back to fewer, larger blocks while they still hold the row.
+  for (int blocks = fewest; blocks >= 1; blocks /= 2) {
+    const int64_t chunk = chunk_length(plan->row_length, blocks);
+    if (blocks > kMaxClusterBlocks || chunk > capacity) continue;
+    ReductionPlan candidate = *plan;
+    candidate.row_splits = blocks;
+    candidate.resident_clusters = 1;
+    const ClusterLaunch<T> launch(candidate, chunk, nullptr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_rows_in_cluster<T, kWide<T>>,
+                                       &launch.config) != cudaSuccess) {
+      cudaGetLastError();  // an unschedulable shape is an answer, not a sticky error
+      continue;
+    }
+    if (clusters > 0) {
+      plan->row_splits = blocks;
+      plan->resident_clusters = clusters;
+      return OPRT_SUCCESS;
+    }
+  }
+  return OPRT_SUCCESS;
+}
+
+template <class T, int kVec>
+void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
+  const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
+  const ClusterLaunch<T> launch(plan, chunk, stream);
+  cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec>, plan, chunk, out, in);
+}
+
 template <class T>
 oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const T* in,
                      cudaStream_t stream) {
@@ -210,6 +452,10 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
+      if (plan.resident_clusters > 0) {
+        launch_in_cluster<T, kVec>(plan, out, in, stream);
+        return OPRT_SUCCESS;
+      }
       if (may_use_registers(plan) && fits_in_registers<kVec>(plan)) {
         return launch_in_registers<T, kVec>(plan, out, in, stream);
       }
@@ -221,8 +467,18 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
   return check_launch("softmax");
 }
 
+
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   if (may_use_registers(*plan)) return prepare_whole_rows(plan, workspace_bytes);
+  if (plan->in_axis_stride == 1) {
+    OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
+      return prepare_cluster<typename decltype(tag)::type>(plan);
+    }));
+    if (plan->resident_clusters > 0) {
+      *workspace_bytes = 0;
+      return OPRT_SUCCESS;
+    }
+  }
   return prepare_split_rows("softmax", sizeof(MaxSum), row_blocks(*plan), plan, workspace_bytes);
 }
 

@@ -1,0 +1,145 @@
+"""Lifecycle leak test: create / workspace size / execute / destroy cycles of every
+operator through the C ABI, after which host memory (and device memory, on a GPU
+backend) must be where it was.
+
+    python tests/lifecycle_test.py --backend=cpu [--cycles=100000]
+
+Bazel runs it on cpu as //tests:lifecycle_cpu; under --config=asan LeakSanitizer
+then also checks that nothing allocated by the cycles became unreachable. The
+GPU-runner bundle runs it with --backend=nvidia.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+import torch
+
+from operator_runtime_testing.c_abi import (
+    BACKEND_CODES,
+    KIND_REDUCTION,
+    SUCCESS,
+    ViewPointer,
+    load_library,
+    make_view,
+    operator_names,
+)
+
+# A small problem keeps the cycles about the runtime's own bookkeeping; 33
+# columns make rows that are not a whole number of vectors.
+SHAPE = (4, 33)
+WARMUP_CYCLES = 1_000
+# Growth allowed for allocator noise: a leak of 11 bytes a cycle exceeds it.
+MAX_HOST_GROWTH = 1 << 20
+MAX_DEVICE_GROWTH = 1 << 20
+
+LIB = load_library()
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def device_used_bytes(backend: str) -> int:
+    if backend == "cpu":
+        return 0
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+class Problem:
+    """One valid call of an operator, its views and buffers built once."""
+
+    def __init__(self, name: str, backend: str):
+        self.op = LIB.oprt_find_operator(name.encode()).contents
+        device = "cpu" if backend == "cpu" else "cuda"
+        out_shape = SHAPE[:-1] if self.op.kind == KIND_REDUCTION else SHAPE
+        self.tensors = [torch.ones(out_shape, device=device)]
+        self.tensors += [torch.ones(SHAPE, device=device) for _ in range(self.op.num_inputs)]
+        views = [make_view(t.data_ptr(), t.dtype, t.shape, t.stride()) for t in self.tensors]
+        self.views = views
+        self.input_views = (ViewPointer * self.op.num_inputs)(
+            *[ctypes.pointer(v) for v in views[1:]]
+        )
+        self.input_data = (ctypes.c_void_p * self.op.num_inputs)(
+            *[t.data_ptr() for t in self.tensors[1:]]
+        )
+        self.workspace = None
+        self.stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
+
+    def check(self, status: int, what: str) -> None:
+        if status != SUCCESS:
+            message = LIB.oprt_last_error_message().decode()
+            raise AssertionError(f"{self.op.name.decode()}: {what} failed ({status}): {message}")
+
+    def cycle(self) -> None:
+        desc = ctypes.c_void_p()
+        self.check(self.op.create(ctypes.byref(desc), ctypes.pointer(self.views[0]),
+                                  self.input_views, None), "create")
+        size = ctypes.c_size_t()
+        self.check(self.op.get_workspace_size(desc, ctypes.byref(size)), "get_workspace_size")
+        if size.value and (self.workspace is None or self.workspace.numel() < size.value):
+            self.workspace = torch.empty(size.value, dtype=torch.uint8,
+                                         device=self.tensors[0].device)
+        workspace = self.workspace.data_ptr() if size.value else None
+        self.check(self.op.execute(desc, workspace, size, self.tensors[0].data_ptr(),
+                                   self.input_data, self.stream), "execute")
+        self.check(self.op.destroy(desc), "destroy")
+
+
+def run(name: str, backend: str, cycles: int) -> bool:
+    problem = Problem(name, backend)
+    for _ in range(WARMUP_CYCLES):
+        problem.cycle()
+    if backend != "cpu":
+        torch.cuda.synchronize()
+    host_before, device_before = resident_bytes(), device_used_bytes(backend)
+    start = time.perf_counter()
+    for _ in range(cycles):
+        problem.cycle()
+    if backend != "cpu":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    host_growth = resident_bytes() - host_before
+    device_growth = device_used_bytes(backend) - device_before
+    ok = host_growth <= MAX_HOST_GROWTH and device_growth <= MAX_DEVICE_GROWTH
+    print(f"{name:<11} {backend:<7} {cycles} cycles in {seconds:6.2f} s "
+          f"({1e6 * seconds / cycles:5.1f} us each); host memory {host_growth / 1024:+.0f} KiB, "
+          f"device memory {device_growth / 1024:+.0f} KiB{'' if ok else '  FAILED'}")
+    return ok
+
+
+def leak_sanitizer_check() -> bool:
+    """Under ASan, asks LeakSanitizer for unreachable allocations now."""
+    check = getattr(ctypes.CDLL(None), "__lsan_do_recoverable_leak_check", None)
+    if check is None:
+        print("LeakSanitizer: not loaded (tools/bazel test //tests:lifecycle_cpu --config=asan runs it)")
+        return True
+    leaked = check()
+    print(f"LeakSanitizer: {'leaks found (report above)' if leaked else 'no leaks'}")
+    return leaked == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cpu", choices=sorted(BACKEND_CODES))
+    parser.add_argument("--cycles", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    code = BACKEND_CODES[args.backend]
+    if not LIB.oprt_backend_available(code):
+        print(f"FAILED: backend {args.backend!r} cannot run here", file=sys.stderr)
+        return 1
+    LIB.oprt_set_backend(code)
+    results = [run(name, args.backend, args.cycles) for name in operator_names(LIB)]
+    results.append(leak_sanitizer_check())
+    print("lifecycle:", "passed" if all(results) else "FAILED")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
