@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 
 import operator_runtime as ort
 from operator_runtime_testing.cases import CorrectnessCase, Values, spec
+from operator_runtime_testing.libraries import runtime_library
 
 # ---------------------------------------------------------------- the C ABI
 
@@ -78,9 +79,7 @@ class Operator(ctypes.Structure):
 
 
 def _load_library() -> ctypes.CDLL:
-    runfiles = os.environ.get("RUNFILES_DIR") or os.environ.get("TEST_SRCDIR") or ""
-    path = os.path.join(runfiles, "_main", "runtime", "liboperator_runtime.so")
-    lib = ctypes.CDLL(path)
+    lib = ctypes.CDLL(runtime_library("liboperator_runtime.so"))
     lib.oprt_last_error_message.restype = ctypes.c_char_p
     lib.oprt_find_operator.restype = ctypes.POINTER(Operator)
     lib.oprt_find_operator.argtypes = [ctypes.c_char_p]

@@ -1,4 +1,5 @@
-// softmax on NVIDIA GPUs (CUDA dialect, shared with MetaX).
+// softmax on CUDA-dialect GPUs: the nvidia backend, and metax when compiled
+// with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
 // Rows of stride 1 up to kMaxRegisterRow elements are read once into registers
 // by a team per row (lanes of a warp, or a whole block), which finds the
@@ -235,10 +236,10 @@ oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, con
   });
 }
 
-const ReductionKernels kSoftmaxNvidia = {&prepare, &execute};
+const ReductionKernels kSoftmaxGpu = {&prepare, &execute};
 
 }  // namespace
 }  // namespace gpu
 }  // namespace oprt
 
-OPRT_REGISTER_KERNEL(softmax, OPRT_BACKEND_NVIDIA, &oprt::gpu::kSoftmaxNvidia);
+OPRT_REGISTER_KERNEL(softmax, OPRT_GPU_BACKEND, &oprt::gpu::kSoftmaxGpu);
