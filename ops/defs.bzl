@@ -9,6 +9,7 @@ BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the
 load("@rules_cc//cc:defs.bzl", "cc_library")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
 load("//tools/cuda:defs.bzl", "cuda_library")
+load(":metax.bzl", "metax_operator")
 
 # What each family of operators shares: the host plan library and the CUDA machinery.
 _FAMILIES = {
@@ -48,8 +49,9 @@ def oprt_operator(name, family):
     """Declares operator `name` of `family` ("elementwise" or "reduction").
 
     Targets: `:<name>` (every backend the platform builds, linked into the runtime),
-    `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu) and the
-    suite `:test`, which runs the backends of the active config.
+    `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu), the metax
+    targets of ops/metax.bzl (`:metax`, `:metax_compat`, `:test_metax`, tag
+    requires-metax) and the suite `:test`, which runs the backends of the active config.
     """
     shared = _FAMILIES[family]
     cc_library(
@@ -82,6 +84,8 @@ def oprt_operator(name, family):
             target_compatible_with = [constraint],
         )
         backend_deps[constraint] = [":" + backend]
+    metax = metax_operator(name, family, _test)
+    backend_deps.update(metax.backend_deps)
     backend_deps["//conditions:default"] = []
     cc_library(
         name = name,
@@ -111,5 +115,5 @@ def oprt_operator(name, family):
         )
     native.test_suite(
         name = "test",
-        tests = [":test_cpu"] + [":test_" + backend for backend in _GPU_BACKENDS],
+        tests = [":test_cpu"] + [":test_" + backend for backend in _GPU_BACKENDS] + metax.tests,
     )

@@ -167,6 +167,45 @@ def test_default_backend_applies_to_calls_without_one(default_backend_restored):
     assert torch.equal(ort.relu(torch.ones(2), backend="cpu"), torch.ones(2))
 
 
+def test_metax_when_it_cannot_run():
+    """Without metax linked in (cpu and nvidia builds) or without its device, asking for it
+    is NOT_SUPPORTED, saying why, in Python and in the C runtime. Which library links it
+    is //tests:gpu_libraries_test's concern."""
+    if _C.backend_available(_C.OPRT_BACKEND_METAX):
+        pytest.skip("this library links the metax backend and has its device")
+    with pytest.raises(ort.NotSupportedError) as raised:
+        ort.relu(torch.ones(2), backend="metax")
+    assert raised.value.message == (
+        "relu: backend 'metax' is not available: it is not built into this runtime or has no "
+        f"device (available: {', '.join(ort.available_backends())})"
+    )
+    view = (torch.empty(2).data_ptr(), _C.OPRT_DTYPE_F32, (2,), (1,))
+    with pytest.raises(_C.Error) as error:
+        _C.Descriptor("relu", _C.OPRT_BACKEND_METAX, view, [view], [0.0])
+    status, message = error.value.args
+    assert status == _C.OPRT_ERR_NOT_SUPPORTED
+    assert message in (
+        "relu: backend metax is not built into this library",
+        "relu: backend metax has no device",
+    )
+
+
+def test_metax_runs_cuda_tensors_and_is_their_default_without_nvidia(monkeypatch):
+    """torch calls MetaX devices "cuda": CUDA tensors go to metax when nvidia is not
+    available, and metax refuses CPU tensors."""
+    available = {"cpu", "metax"}
+    monkeypatch.setattr(ort.backends, "is_available", lambda name: name in available)
+    assert ort.backends.resolve("relu", None, torch.device("cuda")) == "metax"
+    assert ort.backends.resolve("relu", "metax", torch.device("cuda")) == "metax"
+    with pytest.raises(ort.InvalidArgumentError) as raised:
+        ort.backends.resolve("relu", "metax", torch.device("cpu"))
+    assert raised.value.message == (
+        "relu: backend 'metax' cannot run tensors on cpu; it needs cuda tensors"
+    )
+    available.add("nvidia")
+    assert ort.backends.resolve("relu", None, torch.device("cuda")) == "nvidia"
+
+
 def test_tilelang_is_not_in_this_build():
     with pytest.raises(ort.NotSupportedError) as raised:
         ort.copy(torch.ones(2), backend="tilelang")

@@ -37,18 +37,31 @@ import re
 import sys
 from pathlib import Path
 
-# The names oprt_operator (ops/defs.bzl) declares besides the operator's own name.
-_OPERATOR_MACRO_TARGETS = (
-    "header",
-    "frontend",
-    "cpu",
-    "nvidia",
-    "cases",
-    "bundle_files",
-    "test_cpu",
-    "test_nvidia",
-    "test",
-)
+# The names macros declare without a `name = "..."` in the BUILD file that calls them:
+# oprt_operator (ops/defs.bzl, with ops/metax.bzl) besides the operator's own name, and
+# metax_runtime_libraries (ops/metax.bzl) in //runtime.
+_MACRO_TARGETS = {
+    "oprt_operator(": (
+        "header",
+        "frontend",
+        "cpu",
+        "nvidia",
+        "metax",
+        "metax_compat",
+        "metax_compat_kernels",
+        "cases",
+        "bundle_files",
+        "test_cpu",
+        "test_nvidia",
+        "test_metax",
+        "test",
+    ),
+    "metax_runtime_libraries(": tuple(
+        f"{prefix}{variant}{suffix}"
+        for variant in ("metax", "metax_compat")
+        for prefix, suffix in (("", "_backend"), ("elementwise_", ""), ("reduction_", ""))
+    ),
+}
 
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
@@ -123,8 +136,9 @@ def target_names(build_file: Path) -> set[str]:
     text = build_file.read_text()
     names = set(_NAME_ATTRIBUTE.findall(text))
     names.update(name + ".so" for name in _PYBIND_NAME.findall(text))
-    if "oprt_operator(" in text:
-        names.update(_OPERATOR_MACRO_TARGETS)
+    for call, declared in _MACRO_TARGETS.items():
+        if call in text:
+            names.update(declared)
     return names
 
 

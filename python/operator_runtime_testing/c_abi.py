@@ -1,16 +1,16 @@
 """The C ABI seen from Python through ctypes, for tests that call it directly.
 
-`load_library()` opens the same liboperator_runtime.so the Python API uses: under
-Bazel the one in the test's runfiles, elsewhere (the GPU-runner bundle) the one
-that `operator_runtime._C` has already loaded.
+`load_library()` opens liboperator_runtime.so, from Bazel runfiles or from the
+GPU-runner bundle (see libraries.py).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 
 import torch
+
+from operator_runtime_testing.libraries import runtime_library
 
 MAX_DIMS = 8
 SUCCESS, INVALID_ARG, UNSUPPORTED_DTYPE, RUNTIME, INSUFFICIENT_WORKSPACE, NOT_SUPPORTED = range(6)
@@ -55,22 +55,8 @@ class Operator(ctypes.Structure):
     ]
 
 
-def _library_path() -> str:
-    runfiles = os.environ.get("RUNFILES_DIR") or os.environ.get("TEST_SRCDIR") or ""
-    path = os.path.join(runfiles, "_main", "runtime", "liboperator_runtime.so")
-    if runfiles and os.path.exists(path):
-        return path
-    import operator_runtime  # noqa: F401  (loads the library this process should share)
-
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            if line.rstrip().endswith("/liboperator_runtime.so"):
-                return line.split(maxsplit=5)[5].strip()
-    raise RuntimeError("liboperator_runtime.so is neither in the runfiles nor loaded")
-
-
 def load_library() -> ctypes.CDLL:
-    lib = ctypes.CDLL(_library_path())
+    lib = ctypes.CDLL(runtime_library("liboperator_runtime.so"))
     lib.oprt_last_error_message.restype = ctypes.c_char_p
     lib.oprt_find_operator.restype = ctypes.POINTER(Operator)
     lib.oprt_find_operator.argtypes = [ctypes.c_char_p]

@@ -13,12 +13,17 @@
 
 #include "runtime/core/core.h"
 
-#if defined(__CUDACC__)
+// nvcc, or MetaX's mxcc (whose CUDA-named headers come from its cu-bridge).
+#if defined(__CUDACC__) || defined(__MACACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #define OPRT_HOST_DEVICE __host__ __device__
 #else
 #define OPRT_HOST_DEVICE
+#endif
+// The device pass of either compiler: conversions use the hardware intrinsics.
+#if defined(__CUDA_ARCH__) || defined(__MACA_ARCH__)
+#define OPRT_DEVICE_PASS 1
 #endif
 
 namespace oprt {
@@ -104,7 +109,7 @@ inline float host_bf16_to_float(uint16_t value) {
 OPRT_HOST_DEVICE inline float to_float(float value) { return value; }
 
 OPRT_HOST_DEVICE inline float to_float(f16 value) {
-#if defined(__CUDA_ARCH__)
+#if defined(OPRT_DEVICE_PASS)
   return __half2float(__ushort_as_half(value.bits));
 #else
   return detail::host_f16_to_float(value.bits);
@@ -112,7 +117,7 @@ OPRT_HOST_DEVICE inline float to_float(f16 value) {
 }
 
 OPRT_HOST_DEVICE inline float to_float(bf16 value) {
-#if defined(__CUDA_ARCH__)
+#if defined(OPRT_DEVICE_PASS)
   return __bfloat162float(__ushort_as_bfloat16(value.bits));
 #else
   return detail::host_bf16_to_float(value.bits);
@@ -129,7 +134,7 @@ OPRT_HOST_DEVICE inline float from_float<float>(float value) {
 
 template <>
 OPRT_HOST_DEVICE inline f16 from_float<f16>(float value) {
-#if defined(__CUDA_ARCH__)
+#if defined(OPRT_DEVICE_PASS)
   return f16{__half_as_ushort(__float2half_rn(value))};
 #else
   return f16{detail::host_float_to_f16(value)};
@@ -138,7 +143,7 @@ OPRT_HOST_DEVICE inline f16 from_float<f16>(float value) {
 
 template <>
 OPRT_HOST_DEVICE inline bf16 from_float<bf16>(float value) {
-#if defined(__CUDA_ARCH__)
+#if defined(OPRT_DEVICE_PASS)
   return bf16{__bfloat16_as_ushort(__float2bfloat16_rn(value))};
 #else
   return bf16{detail::host_float_to_bf16(value)};

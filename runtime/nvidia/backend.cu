@@ -1,12 +1,13 @@
-// Registers the nvidia backend with the core. Linking this library in is what
-// "built with nvidia" means; a device must also be present at create time.
+// Registers the nvidia backend with the core (the metax one when compiled with
+// -DOPRT_METAX). Linking this library in is what "built with <backend>" means; a
+// device must also be present at create time.
 #include <cuda_runtime.h>
 
-#include "runtime/core/core.h"
+#include "runtime/nvidia/device.cuh"
 
 namespace {
 
-bool nvidia_has_device() {
+bool has_device() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();  // no driver or no device: clear it so no later launch check reports it
@@ -15,6 +16,6 @@ bool nvidia_has_device() {
   return count > 0;
 }
 
-const bool nvidia_registered = (oprt::register_backend(OPRT_BACKEND_NVIDIA, nvidia_has_device), true);
+const bool registered = (oprt::register_backend(OPRT_GPU_BACKEND, has_device), true);
 
 }  // namespace

@@ -1,6 +1,10 @@
 // Host-side helpers every CUDA-dialect kernel source shares: the current
 // device's attributes (asked once per device, never per call), the launch
-// check and grid arithmetic.
+// check and grid arithmetic; and the backend those sources register as.
+//
+// The same sources build the nvidia backend and, compiled with -DOPRT_METAX, the
+// metax one (by mxcc, or by nvcc for the compatibility check): everything MACA
+// needs differently is in runtime/metax/dialect.cuh.
 #ifndef OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 #define OPERATOR_RUNTIME_NVIDIA_DEVICE_CUH_
 
@@ -10,6 +14,21 @@
 #include <cstdint>
 
 #include "runtime/core/core.h"
+
+#if defined(OPRT_METAX)
+#include "runtime/metax/dialect.cuh"
+#else
+// The backend whose kernels these sources register (OPRT_REGISTER_KERNEL).
+#define OPRT_GPU_BACKEND OPRT_BACKEND_NVIDIA
+// Thread-block clusters and distributed shared memory (used on sm_90 and newer).
+#define OPRT_HAS_THREAD_BLOCK_CLUSTERS 1
+#endif
+
+// Threads of a warp, and the mask naming all of them in *_sync intrinsics.
+#ifndef OPRT_WARP_SIZE
+#define OPRT_WARP_SIZE 32
+#define OPRT_FULL_WARP_MASK 0xffffffffu
+#endif
 
 namespace oprt {
 namespace gpu {

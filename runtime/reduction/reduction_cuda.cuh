@@ -3,7 +3,8 @@
 // reductions, vector loads and stores, the online (max, sum) pair of softmax,
 // and the host-side launch choices common to reduce_sum and softmax.
 //
-// The warp width and the shuffle intrinsic are named only in this header.
+// The shuffle intrinsic is named only in this header; the warp width comes from
+// runtime/nvidia/device.cuh (64 on MetaX).
 #ifndef OPERATOR_RUNTIME_REDUCTION_REDUCTION_CUDA_CUH_
 #define OPERATOR_RUNTIME_REDUCTION_REDUCTION_CUDA_CUH_
 
@@ -18,10 +19,6 @@
 #include "runtime/core/numeric.h"
 #include "runtime/nvidia/device.cuh"
 #include "runtime/reduction/reduction.h"
-
-#ifndef OPRT_WARP_SIZE
-#define OPRT_WARP_SIZE 32
-#endif
 
 namespace oprt {
 namespace gpu {
@@ -41,7 +38,7 @@ constexpr int kVectorBytes = 16;
 constexpr int64_t kChunkQuantum = 16;
 
 __device__ inline float shuffle_xor(float value, int lane_mask, int width) {
-  return __shfl_xor_sync(0xffffffffu, value, lane_mask, width);
+  return __shfl_xor_sync(OPRT_FULL_WARP_MASK, value, lane_mask, width);
 }
 
 // The running state of an online softmax: the largest value seen and the sum
@@ -210,12 +207,17 @@ struct AccessWord<16> {
 };
 
 // Stores one access word as a single instruction. A plain `*target = word` is
-// split into 4-byte stores when the compiler cannot prove that loads between
-// them touch other memory (out may alias in), which costs bandwidth; the
-// write-back store intrinsic takes the word whole and caches like `=`.
+// split into 4-byte stores when nvcc cannot prove that loads between them touch
+// other memory (out may alias in), which costs bandwidth; the write-back store
+// intrinsic takes the word whole and caches like `=`. The metax build does not
+// rely on MACA having that intrinsic (OPRT_NO_STWB): it assigns.
 template <class Word>
 __device__ inline void store_word(Word* target, Word word) {
+#if defined(OPRT_NO_STWB)
+  *target = word;
+#else
   __stwb(target, word);
+#endif
 }
 
 // Loads kCount consecutive elements (aligned to their total size) as floats.

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs oprt's tests on a GPU host that has no Bazel.
 # Needs: Python >= 3.10 with torch, pybind11 and pytest, a C++17 compiler, a CUDA driver.
-# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia"] [-- extra pytest args]
-# Builds the thin pybind11 binding for this host's Python against the bundled
-# liboperator_runtime.so, then runs each operator's case table per backend and
-# the cross-operator tests, printing pytest's summary for each and a total.
+# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia metax"] [-- extra pytest args]
+# Builds the thin pybind11 binding for this host's Python against a bundled
+# library, then runs each operator's case table per backend and the cross-operator
+# tests, printing pytest's summary for each and a total. Backend metax runs from
+# liboperator_runtime_metax_compat.so (the metax sources compiled by nvcc, on this
+# NVIDIA GPU); every other backend from liboperator_runtime.so. The binding is built
+# once per library and the cross-operator tests run once per library.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
@@ -24,29 +27,46 @@ cd "$here" || exit 1
 ext=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
 read -r pybind_include python_include < <("$python" -c \
   'import pybind11, sysconfig; print(pybind11.get_include(), sysconfig.get_paths()["include"])') || exit 1
-echo "run_tests.sh: building operator_runtime._C$ext"
-${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
-  -I include -isystem "$pybind_include" -isystem "$python_include" \
-  runtime/python/module.cc -L lib -loperator_runtime -Wl,-rpath,"$here/lib" \
-  -o "python/operator_runtime/_C$ext" || exit 1
+
+library_of() {
+  if [ "$1" = metax ]; then echo liboperator_runtime_metax_compat.so; else echo liboperator_runtime.so; fi
+}
+
+# Builds operator_runtime._C against lib/$1 (once) and makes it the one Python imports.
+use_library() {
+  local built="build/${1%.so}/_C$ext"
+  if [ ! -f "$built" ]; then
+    echo "run_tests.sh: building operator_runtime._C$ext against lib/$1"
+    mkdir -p "$(dirname "$built")"
+    ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
+      -I include -isystem "$pybind_include" -isystem "$python_include" \
+      runtime/python/module.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
+  fi
+  ln -sfn "$here/$built" "python/operator_runtime/_C$ext"
+}
 
 export PYTHONPATH="$here/python:$here${PYTHONPATH:+:$PYTHONPATH}"
 failed=0
 summary=()
-for op in $ops; do
-  for backend in $backends; do
-    echo "=== $op on $backend"
-    "$python" python/operator_runtime_testing/op_test_main.py --op="$op" --backend="$backend" "$@"
-    rc=$?
-    summary+=("$op/$backend: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
-    [ $rc -eq 0 ] || failed=1
+libraries=$(for backend in $backends; do library_of "$backend"; done | awk '!seen[$0]++')
+for library in $libraries; do
+  use_library "$library" || exit 1
+  for op in $ops; do
+    for backend in $backends; do
+      [ "$(library_of "$backend")" = "$library" ] || continue
+      echo "=== $op on $backend ($library)"
+      "$python" python/operator_runtime_testing/op_test_main.py --op="$op" --backend="$backend" "$@"
+      rc=$?
+      summary+=("$op/$backend: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+      [ $rc -eq 0 ] || failed=1
+    done
   done
+  echo "=== cross-operator tests ($library)"
+  "$python" -m pytest -q tests "$@"
+  rc=$?
+  summary+=("tests/ ($library): $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+  [ $rc -eq 0 ] || failed=1
 done
-echo "=== cross-operator tests"
-"$python" -m pytest -q tests "$@"
-rc=$?
-summary+=("tests/: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
-[ $rc -eq 0 ] || failed=1
 
 printf '\n=== summary\n'; printf '%s\n' "${summary[@]}"
 exit $failed

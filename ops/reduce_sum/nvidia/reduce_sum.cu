@@ -1,4 +1,5 @@
-// reduce_sum on NVIDIA GPUs (CUDA dialect, shared with MetaX).
+// reduce_sum on CUDA-dialect GPUs: the nvidia backend, and metax when compiled
+// with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
 // when aligned: a few lanes of a warp for short rows, a whole block for long
@@ -183,10 +184,10 @@ oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, con
   });
 }
 
-const ReductionKernels kReduceSumNvidia = {&prepare, &execute};
+const ReductionKernels kReduceSumGpu = {&prepare, &execute};
 
 }  // namespace
 }  // namespace gpu
 }  // namespace oprt
 
-OPRT_REGISTER_KERNEL(reduce_sum, OPRT_BACKEND_NVIDIA, &oprt::gpu::kReduceSumNvidia);
+OPRT_REGISTER_KERNEL(reduce_sum, OPRT_GPU_BACKEND, &oprt::gpu::kReduceSumGpu);

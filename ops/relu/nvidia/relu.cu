@@ -1,5 +1,6 @@
-// relu on nvidia: the shared CUDA elementwise kernels instantiated for its functor.
+// relu on CUDA-dialect GPUs (nvidia; metax with -DOPRT_METAX): the shared
+// elementwise kernels instantiated for its functor.
 #include "ops/relu/relu_functor.h"
 #include "runtime/elementwise/elementwise_cuda.cuh"
 
-OPRT_REGISTER_KERNEL(relu, OPRT_BACKEND_NVIDIA, oprt::gpu::elementwise_kernel<oprt::ReluFunctor>);
+OPRT_REGISTER_KERNEL(relu, OPRT_GPU_BACKEND, oprt::gpu::elementwise_kernel<oprt::ReluFunctor>);

@@ -1,4 +1,5 @@
-// softmax on NVIDIA GPUs (CUDA dialect, shared with MetaX).
+// softmax on CUDA-dialect GPUs: the nvidia backend, and metax when compiled
+// with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
 // Rows of stride 1 up to kMaxRegisterRow elements are read once into registers
 // by a team per row (lanes of a warp, or a whole block), which finds the
@@ -12,14 +13,18 @@
 // path, which again reads the data once: a thread-block cluster of up to 16
 // blocks holds one row on chip (each block its chunk, in registers and then
 // shared memory), and the blocks exchange their (max, sum) pairs through
-// distributed shared memory.
+// distributed shared memory. (MetaX has no clusters: OPRT_HAS_THREAD_BLOCK_CLUSTERS
+// is unset there, so its long rows take the online path.)
 //
 // In-place (out == in) is safe: every thread writes only elements it has read
 // itself, after reading them.
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "runtime/reduction/reduction_cuda.cuh"
+
+#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
+#include <cooperative_groups.h>
+#endif
 
 namespace oprt {
 namespace gpu {
@@ -140,6 +145,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   }
 }
 
+#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
 // Threads of a cluster-path block, and the elements each holds in registers;
 // the rest of its chunk (the tail) goes to shared memory. Two such blocks fit
 // on one SM when their tails are short enough.
@@ -274,6 +280,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
   }
 #endif
 }
+#endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
 // Calls fn(std::integral_constant<int, P>{}) with P the smallest power of two
 // >= count, for count in [1, kMax].
@@ -342,6 +349,7 @@ void launch_online(const ReductionPlan& plan, Team team, dim3 block, int64_t gro
   }
 }
 
+#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
 // A launch of the cluster path: plan.row_splits blocks per cluster (one row at
 // a time), as many clusters as the device holds at once, looping over the rows.
 template <class T>
@@ -441,6 +449,7 @@ void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStrea
   const ClusterLaunch<T> launch(plan, chunk, stream);
   cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec>, plan, chunk, out, in);
 }
+#endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
 template <class T>
 oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const T* in,
@@ -452,10 +461,12 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
+#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
       if (plan.resident_clusters > 0) {
         launch_in_cluster<T, kVec>(plan, out, in, stream);
         return OPRT_SUCCESS;
       }
+#endif
       if (may_use_registers(plan) && fits_in_registers<kVec>(plan)) {
         return launch_in_registers<T, kVec>(plan, out, in, stream);
       }
@@ -470,6 +481,7 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
 
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   if (may_use_registers(*plan)) return prepare_whole_rows(plan, workspace_bytes);
+#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
   if (plan->in_axis_stride == 1) {
     OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
       return prepare_cluster<typename decltype(tag)::type>(plan);
@@ -479,6 +491,7 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
       return OPRT_SUCCESS;
     }
   }
+#endif
   return prepare_split_rows("softmax", sizeof(MaxSum), row_blocks(*plan), plan, workspace_bytes);
 }
 
@@ -491,10 +504,10 @@ oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, con
   });
 }
 
-const ReductionKernels kSoftmaxNvidia = {&prepare, &execute};
+const ReductionKernels kSoftmaxGpu = {&prepare, &execute};
 
 }  // namespace
 }  // namespace gpu
 }  // namespace oprt
 
-OPRT_REGISTER_KERNEL(softmax, OPRT_BACKEND_NVIDIA, &oprt::gpu::kSoftmaxNvidia);
+OPRT_REGISTER_KERNEL(softmax, OPRT_GPU_BACKEND, &oprt::gpu::kSoftmaxGpu);
