@@ -1,4 +1,4 @@
-"""Fails when README.md or docs/**/*.md names a repository path or Bazel label that does not exist.
+"""Fails when README.md or docs/**/*.md names a missing path or label, or quotes code that changed.
 
 What is checked (one rule per kind of reference):
 
@@ -16,10 +16,27 @@ What is checked (one rule per kind of reference):
   component), the name must be a target there: a `name = "..."` in the BUILD file, a
   file of the package, a name `oprt_operator` (ops/defs.bzl) declares when the BUILD
   file calls it, or `<name>.so` of a `pybind_extension`. Patterns (`//...`, `:all`)
-  and labels of other repositories (`@repo//...`, `@//...`) are skipped.
+  and labels of other repositories (`@repo//...`, `@//...`) are skipped, and so is a bare
+  `//` (a C++ comment in a code block).
 - Placeholders: `<op>` (any `<...>`) and `*` match any one component and `{h,cc}`
   expands to each alternative; a reference with placeholders must match at least one
   existing path (`ops/<op>/<op>_functor.h`).
+- Quoted code: a line that is only a code span naming a file and a line range, then a
+  fenced block on the very next line, declares an excerpt; the block must equal those
+  lines of the file exactly, so a page fails when the code it quotes changes:
+
+      `runtime/elementwise/elementwise_cuda.cuh` lines 64–101
+      ```cpp
+      ...lines 64 to 101 of the file, unchanged...
+      ```
+
+  The range is `lines A–B` (en dash or `-`, A ≤ B, 1-based, inclusive); a trailing `:` is
+  allowed. Such a declaration line without a fenced block right after it is an error.
+  Labels inside a verified excerpt are source text, not references, and are not checked.
+- Example operators: a page that walks through generating an operator declares it with
+  `<!-- docs_check: new_op --name=<name> --kind=<kind> -->`; its references to
+  `ops/<name>/...` and `//ops/<name>:...` are then checked against the files
+  `tools/new_op/new_op.py` would generate instead of the tree.
 
 The workspace is read through the runfiles: this file's runfiles entry is a symlink into
 the source tree, so resolving it gives the real checkout. Bazel cannot declare every file
@@ -36,6 +53,9 @@ import itertools
 import re
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "new_op"))
+import new_op  # noqa: E402  (tools/new_op/new_op.py, beside this file)
 
 # The names macros declare without a `name = "..."` in the BUILD file that calls them:
 # oprt_operator (ops/defs.bzl, with ops/metax.bzl) besides the operator's own name, and
@@ -62,6 +82,7 @@ _MACRO_TARGETS = {
         for prefix, suffix in (("", "_backend"), ("elementwise_", ""), ("reduction_", ""))
     ),
 }
+_OPERATOR_MACRO_TARGETS = _MACRO_TARGETS["oprt_operator("]
 
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
@@ -70,6 +91,12 @@ _LABEL = re.compile(r"(?<![\w@:/.])//([\w\-./<>*]*)(?::([\w\-./+<>*]+))?")
 _NAME_ATTRIBUTE = re.compile(r"\bname\s*=\s*\"([^\"]+)\"")
 _PYBIND_NAME = re.compile(r"pybind_extension\(\s*name\s*=\s*\"([^\"]+)\"")
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.\-]*:")
+_EXCERPT = re.compile(
+    r"^`(?P<path>[^`\s]+)` lines (?P<first>\d+)[–-](?P<last>\d+):?[ \t]*\n"
+    r"(?P<fence>(?P<marks>```|~~~)[^\n]*\n(?P<body>.*?)^(?P=marks)[ \t]*$)?",
+    re.MULTILINE | re.DOTALL,
+)
+_EXAMPLE_OPERATOR = re.compile(r"<!-- docs_check: new_op --name=(\w+) --kind=(\w+) -->")
 
 
 def workspace_root() -> Path:
@@ -160,11 +187,61 @@ def broken_labels(root: Path, text: str) -> list[str]:
     problems = []
     for match in _LABEL.finditer(text):
         package, name = match.group(1).rstrip("/"), match.group(2)
-        if package.endswith("...") or name in ("all", "*"):
+        if package.endswith("...") or name in ("all", "*") or (not package and name is None):
             continue
         if not label_exists(root, package, name):
             problems.append(f"label {match.group(0)}")
     return problems
+
+
+def drifted_excerpts(root: Path, text: str) -> tuple[str, list[str]]:
+    """The text without its excerpts' fenced blocks, and the excerpts that do not match
+    their files."""
+    problems = []
+    for match in _EXCERPT.finditer(text):
+        where = f"excerpt {match.group('path')} lines {match.group('first')}-{match.group('last')}"
+        source = root / match.group("path")
+        first, last = int(match.group("first")), int(match.group("last"))
+        if match.group("fence") is None:
+            problems.append(f"{where}: no fenced block on the next line")
+        elif not source.is_file():
+            problems.append(f"{where}: no such file")
+        else:
+            lines = source.read_text().splitlines(keepends=True)
+            if not 1 <= first <= last <= len(lines):
+                problems.append(f"{where}: the file has {len(lines)} lines")
+            elif "".join(lines[first - 1 : last]) != match.group("body"):
+                problems.append(f"{where}: the quoted code differs from the file")
+    return _EXCERPT.sub("", text), problems
+
+
+def example_operator_files(text: str) -> dict[str, set[str]]:
+    """The files each example operator a page declares would have, by operator name."""
+    examples = {}
+    for name, kind in _EXAMPLE_OPERATOR.findall(text):
+        files = new_op.planned_files(new_op.Request(name, kind))
+        examples[name] = {str(path) for path in files}
+    return examples
+
+
+def broken_example_references(examples: dict[str, set[str]], spans: list[str], text: str):
+    """Problems in references to example operators, and the spans and text without them."""
+    problems, others = [], []
+    for span in spans:
+        name = next((name for name in examples if span.startswith(f"ops/{name}/")), None)
+        if name is None:
+            others.append(span)
+        elif not any(
+            re.fullmatch(re.sub(r"<[^<>/]*>", "[^/]+", re.escape(span.rstrip("/"))) + "(/.*)?", path)
+            for path in examples[name]
+        ):
+            problems.append(f"path {span}")
+    for name in examples:
+        for match in re.finditer(rf"//ops/{name}\b(?::([\w\-./+]+))?", text):
+            if match.group(1) not in (None, name, *_OPERATOR_MACRO_TARGETS):
+                problems.append(f"label {match.group(0)}")
+        text = re.sub(rf"//ops/{name}\b(?::[\w\-./+]+)?", "", text)
+    return problems, others, text
 
 
 def check(root: Path) -> dict[str, list[str]]:
@@ -172,10 +249,17 @@ def check(root: Path) -> dict[str, list[str]]:
     docs = [root / "README.md"] + sorted((root / "docs").glob("**/*.md"))
     report = {}
     for doc in docs:
-        text = doc.read_text()
+        text, excerpt_problems = drifted_excerpts(root, doc.read_text())
         prose, spans = prose_and_spans(text)
+        example_problems, spans, text = broken_example_references(
+            example_operator_files(text), spans, text
+        )
         problems = (
-            broken_links(root, doc, prose) + broken_paths(root, spans) + broken_labels(root, text)
+            excerpt_problems
+            + example_problems
+            + broken_links(root, doc, prose)
+            + broken_paths(root, spans)
+            + broken_labels(root, text)
         )
         if problems:
             report[str(doc.relative_to(root))] = sorted(set(problems))
@@ -190,7 +274,7 @@ def main() -> int:
         return 0
     for doc, problems in report.items():
         for problem in problems:
-            print(f"{doc}: {problem} does not exist")
+            print(f"{doc}: {problem}" if problem.startswith("excerpt") else f"{doc}: {problem} does not exist")
     return 1
 
 

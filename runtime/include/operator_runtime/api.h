@@ -19,7 +19,17 @@
 
 #define OPRT_MAX_DIMS 8
 
-typedef enum {
+/* The enums below are int-sized in C. C++ gets the same representation fixed to
+ * int32_t, which also makes every int32 value a valid value of the type: callers
+ * can pass any code (an unknown one is then rejected with a status) without
+ * undefined behaviour in the C++ that reads it. */
+#ifdef __cplusplus
+#define OPRT_ENUM(tag) enum tag : int32_t
+#else
+#define OPRT_ENUM(tag) enum tag
+#endif
+
+typedef OPRT_ENUM(oprt_status_e) {
   OPRT_SUCCESS = 0,
   OPRT_ERR_INVALID_ARG = 1,
   OPRT_ERR_UNSUPPORTED_DTYPE = 2,
@@ -28,13 +38,13 @@ typedef enum {
   OPRT_ERR_NOT_SUPPORTED = 5,
 } oprt_status_t;
 
-typedef enum {
+typedef OPRT_ENUM(oprt_dtype_e) {
   OPRT_DTYPE_F16 = 0,
   OPRT_DTYPE_F32 = 1,
   OPRT_DTYPE_BF16 = 2,
 } oprt_dtype_t;
 
-typedef enum {
+typedef OPRT_ENUM(oprt_backend_e) {
   OPRT_BACKEND_AUTO = 0,
   OPRT_BACKEND_NVIDIA = 1,
   OPRT_BACKEND_METAX = 2,
@@ -74,7 +84,7 @@ OPRT_API size_t oprt_dtype_size(oprt_dtype_t dtype);
 
 /* How an operator's output shape follows from its inputs, so bindings can
  * allocate outputs without knowing the operator. */
-typedef enum {
+typedef OPRT_ENUM(oprt_operator_kind_e) {
   OPRT_KIND_ELEMENTWISE = 0,   /* out = broadcast of the inputs' shapes */
   OPRT_KIND_REDUCTION = 1,     /* out = input's shape without param "dim" */
   OPRT_KIND_NORMALIZATION = 2, /* out = input's shape */
