@@ -34,6 +34,7 @@ import operator_runtime as ort
 from operator_runtime.ops import OPERATORS
 from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
 from tools.bench import peers as peer_lib
+from tools.bench import targets
 from tools.bench.report import write_report
 
 FLAGS = flags.FLAGS
@@ -376,6 +377,9 @@ def main(argv) -> int:
     notes = unavailable_notes(results, overheads)
     if notes:
         print("\n".join(["", *notes]))
+    verdicts = [v.line() for v in targets.evaluate(results, overheads, backend)]
+    print("\n".join(["", "targets (tools/bench/targets.py)", *verdicts]))
+    tables.append(("targets (tools/bench/targets.py)", "", verdicts))
     if FLAGS.report:
         write_report(FLAGS.report, header, tables, notes, results, FLAGS.peers, copy_gbps)
     if FLAGS.json_out:
