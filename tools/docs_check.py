@@ -48,6 +48,12 @@ _OPERATOR_MACRO_TARGETS = (
     "test_cpu",
     "test_nvidia",
     "test",
+    # ops/tilelang.bzl, called by oprt_operator.
+    "tilelang_kernels",
+    "tilelang_compile_test",
+    "test_tilelang",
+    "test_tilelang_eager",
+    "test_tilelang_lazy",
 )
 
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Runs oprt's tests on a GPU host that has no Bazel.
 # Needs: Python >= 3.10 with torch, pybind11 and pytest, a C++17 compiler, a CUDA driver.
-# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia"] [-- extra pytest args]
+# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia tilelang"] [-- extra pytest args]
 # Builds the thin pybind11 binding for this host's Python against the bundled
 # liboperator_runtime.so, then runs each operator's case table per backend and
-# the cross-operator tests, printing pytest's summary for each and a total.
+# the cross-operator tests (when cpu or nvidia is among the backends), printing
+# pytest's summary for each and a total. Backend tilelang needs TileLang importable
+# (and CUDA_HOME set to the toolkit it compiles with); it runs once per style in
+# $OPRT_TILELANG_STYLES (default "eager lazy").
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
@@ -33,20 +36,34 @@ ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
 export PYTHONPATH="$here/python:$here${PYTHONPATH:+:$PYTHONPATH}"
 failed=0
 summary=()
+run_table() {  # op backend label
+  echo "=== $1 on $3"
+  "$python" python/operator_runtime_testing/op_test_main.py --op="$1" --backend="$2" "${pytest_args[@]}"
+  local rc=$?
+  summary+=("$1/$3: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+  [ $rc -eq 0 ] || failed=1
+}
+pytest_args=("$@")
 for op in $ops; do
   for backend in $backends; do
-    echo "=== $op on $backend"
-    "$python" python/operator_runtime_testing/op_test_main.py --op="$op" --backend="$backend" "$@"
-    rc=$?
-    summary+=("$op/$backend: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
-    [ $rc -eq 0 ] || failed=1
+    if [ "$backend" = tilelang ]; then
+      for style in ${OPRT_TILELANG_STYLES:-eager lazy}; do
+        OPRT_TILELANG_STYLE=$style run_table "$op" tilelang "tilelang-$style"
+      done
+    else
+      run_table "$op" "$backend" "$backend"
+    fi
   done
 done
-echo "=== cross-operator tests"
-"$python" -m pytest -q tests "$@"
-rc=$?
-summary+=("tests/: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
-[ $rc -eq 0 ] || failed=1
+case " $backends " in
+  *" cpu "*|*" nvidia "*)
+    echo "=== cross-operator tests"
+    "$python" -m pytest -q tests "$@"
+    rc=$?
+    summary+=("tests/: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+    [ $rc -eq 0 ] || failed=1
+    ;;
+esac
 
 printf '\n=== summary\n'; printf '%s\n' "${summary[@]}"
 exit $failed
