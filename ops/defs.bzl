@@ -8,6 +8,7 @@ BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
+load("//ops:tilelang.bzl", "oprt_tilelang")
 load("//tools/cuda:defs.bzl", "cuda_library")
 load(":metax.bzl", "metax_operator")
 
@@ -51,7 +52,8 @@ def oprt_operator(name, family):
     Targets: `:<name>` (every backend the platform builds, linked into the runtime),
     `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu), the metax
     targets of ops/metax.bzl (`:metax`, `:metax_compat`, `:test_metax`, tag
-    requires-metax) and the suite `:test`, which runs the backends of the active config.
+    requires-metax), the tilelang targets of ops/tilelang.bzl and the suite `:test`,
+    which runs the backends of the active config.
     """
     shared = _FAMILIES[family]
     cc_library(
@@ -101,7 +103,7 @@ def oprt_operator(name, family):
     # What the GPU-runner bundle carries of this operator besides the library.
     native.filegroup(
         name = "bundle_files",
-        srcs = [name + ".h", "cases.py"],
+        srcs = [name + ".h", "cases.py"] + native.glob(["tilelang/*.py"]),
         visibility = ["//tools/gpu_runner:__pkg__"],
     )
     _test("test_cpu", name, "cpu")
@@ -113,7 +115,8 @@ def oprt_operator(name, family):
             target_compatible_with = [constraint],
             tags = ["requires-gpu"],
         )
+    oprt_tilelang(name)
     native.test_suite(
         name = "test",
-        tests = [":test_cpu"] + [":test_" + backend for backend in _GPU_BACKENDS] + metax.tests,
+        tests = [":test_cpu", ":test_tilelang"] + [":test_" + backend for backend in _GPU_BACKENDS] + metax.tests,
     )

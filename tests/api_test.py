@@ -5,7 +5,9 @@ the Python-backend hook and the cost of a prepared run."""
 from __future__ import annotations
 
 import inspect
+import os
 import pydoc
+import subprocess
 import sys
 import timeit
 
@@ -206,9 +208,14 @@ def test_metax_runs_cuda_tensors_and_is_their_default_without_nvidia(monkeypatch
     assert ort.backends.resolve("relu", None, torch.device("cuda")) == "nvidia"
 
 
-def test_tilelang_is_not_in_this_build():
-    with pytest.raises(ort.NotSupportedError) as raised:
-        ort.copy(torch.ones(2), backend="tilelang")
+def test_tilelang_without_a_registered_backend():
+    registered = ort.backends.python_backend("tilelang")
+    ort.backends.unregister_python_backend("tilelang")
+    try:
+        with pytest.raises(ort.NotSupportedError) as raised:
+            ort.copy(torch.ones(2), backend="tilelang")
+    finally:
+        ort.register_python_backend("tilelang", registered)
     assert raised.value.message == "tilelang backend is not available in this build"
     assert raised.value.status == ort.Status.NOT_SUPPORTED
 
@@ -241,6 +248,7 @@ class _FakePythonBackend:
 
 def test_python_backend_hook_routes_calls():
     fake = _FakePythonBackend()
+    registered = ort.backends.python_backend("tilelang")
     ort.register_python_backend("tilelang", fake)
     try:
         assert "tilelang" in ort.available_backends()
@@ -252,6 +260,20 @@ def test_python_backend_hook_routes_calls():
     finally:
         ort.backends.unregister_python_backend("tilelang")
     assert "tilelang" not in ort.available_backends()
+    ort.register_python_backend("tilelang", registered)
+
+
+def test_tilelang_is_registered_and_says_why_it_cannot_run():
+    assert isinstance(ort.backends.python_backend("tilelang"), ort.tilelang.TileLangBackend)
+    if "tilelang" in ort.available_backends():
+        pytest.skip("tilelang can run here")
+    with pytest.raises(ort.NotSupportedError, match="copy: backend 'tilelang' is not available: .+"):
+        ort.copy(torch.ones(2), backend="tilelang")
+
+
+def test_import_does_not_import_tilelang():
+    code = "import sys, operator_runtime; sys.exit('tilelang' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ)).returncode == 0
 
 
 def test_native_backend_names_cannot_be_replaced():

@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "new_op"))
 import new_op  # noqa: E402  (tools/new_op/new_op.py, beside this file)
 
 # The names macros declare without a `name = "..."` in the BUILD file that calls them:
-# oprt_operator (ops/defs.bzl, with ops/metax.bzl) besides the operator's own name, and
+# oprt_operator (ops/defs.bzl, with ops/metax.bzl and ops/tilelang.bzl) besides the operator's own name, and
 # metax_runtime_libraries (ops/metax.bzl) in //runtime.
 _MACRO_TARGETS = {
     "oprt_operator(": (
@@ -75,6 +75,11 @@ _MACRO_TARGETS = {
         "test_nvidia",
         "test_metax",
         "test",
+        "tilelang_kernels",
+        "tilelang_compile_test",
+        "test_tilelang",
+        "test_tilelang_eager",
+        "test_tilelang_lazy",
     ),
     "metax_runtime_libraries(": tuple(
         f"{prefix}{variant}{suffix}"

@@ -27,6 +27,7 @@ from operator_runtime.errors import (
     UnsupportedDtypeError,
 )
 from operator_runtime.ops import *  # noqa: F401,F403  (the generated operator functions)
+from operator_runtime import tilelang  # registers backend="tilelang"; imports no TileLang
 
 __all__ = [
     *_ops.__all__,
@@ -34,6 +35,7 @@ __all__ = [
     "get_default_backend",
     "register_python_backend",
     "set_default_backend",
+    "tilelang",
     "InsufficientWorkspaceError",
     "InvalidArgumentError",
     "NotSupportedError",

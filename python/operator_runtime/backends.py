@@ -42,6 +42,9 @@ class PythonBackend(Protocol):
 
     def available(self) -> bool: ...
 
+    def unavailable_reason(self) -> str | None:
+        """Why available() is False (None when it is True), for error messages."""
+
     def runs_on(self, device: torch.device) -> bool: ...
 
     def prepare(
@@ -115,6 +118,10 @@ def resolve(op: str, backend: str | None, device: torch.device) -> str:
     if not is_available(name):
         if name == "tilelang" and name not in _python_backends:
             raise NotSupportedError("tilelang backend is not available in this build")
+        if name in _python_backends:
+            raise NotSupportedError(
+                f"{op}: backend {name!r} is not available: {_python_backends[name].unavailable_reason()}"
+            )
         raise NotSupportedError(
             f"{op}: backend {name!r} is not available: it is not built into this runtime "
             f"or has no device (available: {', '.join(available_backends())})"

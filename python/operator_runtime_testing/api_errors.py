@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 import operator_runtime as ort
-from operator_runtime import _C
+from operator_runtime import _C, backends
 from operator_runtime._internal.tensors import view as tensor_view
 from operator_runtime.backends import NATIVE_BACKEND_CODES
 from operator_runtime.errors import from_c_error
@@ -82,6 +82,17 @@ def _create_through_binding(op: OpSpec, ctx: ErrorContext, backend: str, dtype_c
         _C.Descriptor(op.name, NATIVE_BACKEND_CODES[backend], out_view, input_views, params).destroy()
     except _C.Error as error:
         raise from_c_error(error) from None
+
+
+def _without_python_backend(name: str, call: Callable[[], Any]) -> Any:
+    """call() with no Python backend registered under name (restored afterwards)."""
+    registered = backends.python_backend(name)
+    backends.unregister_python_backend(name)
+    try:
+        return call()
+    finally:
+        if registered is not None:
+            backends.register_python_backend(name, registered)
 
 
 def _run_after_destroy(op: OpSpec, ctx: ErrorContext) -> None:
@@ -175,13 +186,15 @@ def common_api_error_cases(op: OpSpec) -> list[ApiErrorCase]:
             "c_runtime_rejects_an_unknown_dtype_code",
             ort.UnsupportedDtypeError,
             "has unknown dtype 7",
-            lambda ctx: _create_through_binding(op, ctx, ctx.backend, dtype_code=7),
+            lambda ctx: _create_through_binding(op, ctx, ctx.c_backend, dtype_code=7),
         ),
         _case(
             "tilelang_not_in_this_build",
             ort.NotSupportedError,
             "tilelang backend is not available in this build",
-            lambda ctx: Operands(op, ctx).out_of_place(backend="tilelang"),
+            lambda ctx: _without_python_backend(
+                "tilelang", lambda: Operands(op, ctx).out_of_place(backend="tilelang")
+            ),
         ),
         _case(
             "unknown_backend_name",

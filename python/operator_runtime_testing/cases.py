@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 import operator_runtime as ort
+from operator_runtime.backends import NATIVE_BACKEND_CODES
 from operator_runtime.ops import OPERATORS, output_shape
 
 Shape = tuple[int, ...]
@@ -229,6 +230,12 @@ class ErrorContext:
     def foreign_device(self) -> torch.device:
         """A device this backend cannot run: meta for cpu, the CPU for GPU backends."""
         return torch.device("meta" if self.device.type == "cpu" else "cpu")
+
+    @property
+    def c_backend(self) -> str:
+        """The C runtime backend whose create validates this backend's calls:
+        itself, or cpu for a Python backend (which validates through it)."""
+        return self.backend if self.backend in NATIVE_BACKEND_CODES else "cpu"
 
     @property
     def unavailable_backend(self) -> str:

@@ -5,6 +5,8 @@ case tables (test_correctness, test_api_error) every operator gets the same
 lifecycle tests: descriptors own copies of their views, prepared runs repeat
 and rebind, the workspace contract, concurrent execution, and on GPU backends
 CUDA-graph capture, two streams, and a tensor of more than 2^31 elements.
+Tests marked native_only exercise C descriptors directly and are deselected
+for Python backends (plugin.py).
 """
 
 from __future__ import annotations
@@ -156,6 +158,7 @@ def execute(descriptor, out, inputs, device, workspace_size=None, stream=None, w
     )
 
 
+@pytest.mark.native_only
 def test_descriptor_keeps_its_own_copy_of_the_views(op_spec: OpSpec, backend, device):
     op = op_spec
     case = sample_case(op, "own_copy_of_views", layout=Padded(3))
@@ -248,6 +251,7 @@ def _descriptor_for(op: OpSpec, case: CorrectnessCase, backend, device):
     return descriptor, out, inputs
 
 
+@pytest.mark.native_only
 def test_workspace_contract(op_spec: OpSpec, op_cases, backend, device):
     """Too small a workspace gives INSUFFICIENT_WORKSPACE wherever a descriptor
     needs one; a descriptor that needs none runs without any."""
@@ -281,6 +285,7 @@ def test_workspace_contract(op_spec: OpSpec, op_cases, backend, device):
         descriptor.destroy()
 
 
+@pytest.mark.native_only
 def test_concurrent_execution_of_one_descriptor(op_spec: OpSpec, backend, device):
     """Threads (each with its own stream and workspace on GPUs) execute one
     descriptor at once; execute releases the GIL, so they really overlap."""

@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
 
     available = ort.available_backends()
     if args.backend not in available:
+        python_backend = ort.backends.python_backend(args.backend)
+        reason = f": {python_backend.unavailable_reason()}" if python_backend else ""
         print(
-            f"FAILED: the {args.op} tests need backend {args.backend!r}, which cannot run here "
+            f"FAILED: the {args.op} tests need backend {args.backend!r}, which cannot run here{reason} "
             f"(available: {', '.join(available)}); a GPU backend needs its device and driver",
             file=sys.stderr,
         )

@@ -15,9 +15,13 @@ import pytest
 import torch
 
 import operator_runtime as ort
+from operator_runtime.backends import NATIVE_BACKEND_CODES
 
 # Tests that only mean something on a GPU backend (streams, graphs, > 2^31 elements).
 GPU_ONLY = "gpu_only"
+# Tests of the C runtime's descriptors (_C.Descriptor made directly), which a
+# Python backend (tilelang) does not have: they are deselected for it.
+NATIVE_ONLY = "native_only"
 
 
 def pytest_addoption(parser):
@@ -28,6 +32,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{GPU_ONLY}: runs only for GPU backends")
+    config.addinivalue_line("markers", f"{NATIVE_ONLY}: runs only for backends of the C runtime")
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,12 +68,16 @@ def device_of(backend: str) -> torch.device:
 
 
 def pytest_collection_modifyitems(config, items):
-    if device_of(config.getoption("backend")).type != "cpu":
-        return
-    deselected = [item for item in items if item.get_closest_marker(GPU_ONLY)]
+    backend = config.getoption("backend")
+    markers = []
+    if device_of(backend).type == "cpu":
+        markers.append(GPU_ONLY)
+    if backend not in NATIVE_BACKEND_CODES:
+        markers.append(NATIVE_ONLY)
+    deselected = [item for item in items if any(item.get_closest_marker(m) for m in markers)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker(GPU_ONLY)]
+        items[:] = [item for item in items if item not in deselected]
 
 
 @pytest.fixture(scope="session")

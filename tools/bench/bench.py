@@ -1,9 +1,10 @@
 """The oprt benchmark: every operator's benchmark cases against its peers, in one run.
 
-    bazel run //tools:bench -- --op=all [--backend=nvidia] [--dtype=f32] [--shapes=8192x8192]
+    bazel run //tools:bench -- --op=all [--backend=nvidia,tilelang] [--dtype=f32] [--shapes=8192x8192]
         [--peers=torch,torch_compile,liger] [--nooverhead]
 
-Per case: median latency, bytes moved and FLOPs from the operator's declared
+Per case and backend (one row each; --backend takes a comma list, e.g.
+nvidia,tilelang, all on one device type): median latency, bytes moved and FLOPs from the operator's declared
 formulas (ops/<op>/cases.py), GB/s, the share of this device's copy bandwidth
 measured at start-up, and for each peer (tools/bench/peers.py: torch, its
 torch.compile, Liger-Kernel's softmax) timed in the same process, interleaved
@@ -39,7 +40,7 @@ from tools.bench.report import write_report
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("op", "all", "Operator name, a comma list, or 'all'.")
-flags.DEFINE_string("backend", None, "oprt backend (default: nvidia when a GPU is present, else cpu).")
+flags.DEFINE_list("backend", None, "oprt backends, a comma list (default: nvidia when a GPU is present, else cpu).")
 flags.DEFINE_string("dtype", "all", "f32, f16, bf16, a comma list, or 'all'.")
 flags.DEFINE_string("shapes", None, "Override the cases' input shapes, e.g. '8192x8192,1024x32768'.")
 flags.DEFINE_integer("warmup", 5, "Untimed runs before timing.")
@@ -87,6 +88,7 @@ class Overhead:
     """Host µs per call on a tiny tensor; a peer's value is None when it cannot run."""
 
     op: str
+    backend: str
     case: str
     run_us: float
     op_call_us: float
@@ -272,7 +274,7 @@ def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
         name: _host_us_per_call(functools.partial(call, out, *inputs), device) if callable(call) else None
         for name, call in bound.items()
     }
-    return Overhead(op=op, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, peers=peer_us,
+    return Overhead(op=op, backend=backend, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, peers=peer_us,
                     unavailable={name: call for name, call in bound.items() if not callable(call)})
 
 
@@ -281,7 +283,7 @@ def _cell(value: float | None, width: int, precision: int) -> str:
 
 
 def table_header() -> str:
-    columns = [f"{'op':<11} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} {'%copy':>6}"]
+    columns = [f"{'op':<11} {'backend':<8} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} {'%copy':>6}"]
     for name in FLAGS.peers:
         label = peer_lib.LABELS[name]
         columns.append(f"{label + ' us':>10} {label + ' GB/s':>12} {'x ' + label:>9}")
@@ -290,7 +292,7 @@ def table_header() -> str:
 
 def _row(r: Result) -> str:
     columns = [
-        f"{r.op:<11} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
+        f"{r.op:<11} {r.backend:<8} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
         f"{r.gbps:>8.1f} {r.pct_copy_bw:>6.1f}"
     ]
     for name in FLAGS.peers:
@@ -301,12 +303,12 @@ def _row(r: Result) -> str:
 
 def overhead_header() -> str:
     peers = " ".join(f"{peer_lib.LABELS[name]:>10}" for name in FLAGS.peers)
-    return f"{'op':<11} {'case':<16} {'p.run()':>10} {'op_()':>10} {peers}"
+    return f"{'op':<11} {'backend':<8} {'case':<16} {'p.run()':>10} {'op_()':>10} {peers}"
 
 
 def _overhead_row(o: Overhead) -> str:
     peers = " ".join(_cell(o.peers[name], 10, 1) for name in FLAGS.peers)
-    return f"{o.op:<11} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} {peers}"
+    return f"{o.op:<11} {o.backend:<8} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} {peers}"
 
 
 def unavailable_notes(results: list[Result], overheads: list[Overhead]) -> list[str]:
@@ -333,11 +335,16 @@ def main(argv) -> int:
         print(f"bench: {problem}", file=sys.stderr)
         return 2
     available = ort.available_backends()
-    backend = FLAGS.backend or ("nvidia" if "nvidia" in available and torch.cuda.is_available() else "cpu")
-    if backend not in available:
-        print(f"bench: backend {backend!r} is not available here (available: {', '.join(available)})", file=sys.stderr)
+    backends = FLAGS.backend or ["nvidia" if "nvidia" in available and torch.cuda.is_available() else "cpu"]
+    for backend in backends:
+        if backend not in available:
+            print(f"bench: backend {backend!r} is not available here (available: {', '.join(available)})", file=sys.stderr)
+            return 2
+    if len({_device(backend) for backend in backends}) > 1:
+        print(f"bench: backends {', '.join(backends)} run on different devices; bench one device at a time", file=sys.stderr)
         return 2
-    device = _device(backend)
+    backend = ",".join(backends)
+    device = _device(backends[0])
     ops = list(OPERATORS) if FLAGS.op == "all" else FLAGS.op.split(",")
     specs = {}
     for op in ops:
@@ -351,7 +358,7 @@ def main(argv) -> int:
               f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peers: {peer_lib.describe(FLAGS.peers)}")
     print(header)
     work = [(op, case) for op in ops for case in _cases(op, specs[op])]
-    max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if backend == "cpu" else math.inf)
+    max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if device.type == "cpu" else math.inf)
     skipped = [f"{op} {case.name}" for op, case in work if specs[op].OP.bytes(case) / 1e6 > max_mb]
     if skipped:
         print(f"skipped {len(skipped)} cases moving more than {max_mb:g} MB (--max_mb): {', '.join(skipped)}")
@@ -361,17 +368,19 @@ def main(argv) -> int:
     for index, (op, case) in enumerate(work, 1):
         if sys.stderr.isatty():
             print(f"[{index}/{len(work)}] {op} {case.name} ...", end="\r", file=sys.stderr, flush=True)
-        result = bench_case(op, specs[op].OP, case, backend, copy_gbps)
-        results.append(result)
-        print(_row(result), flush=True)
+        for one in backends:
+            result = bench_case(op, specs[op].OP, case, one, copy_gbps)
+            results.append(result)
+            print(_row(result), flush=True)
     tables = [("", table_header(), [_row(r) for r in results])]
     overheads = []
     if FLAGS.overhead:
         print(f"\nhost overhead (µs per call, {FLAGS.overhead_calls} calls)")
         print(overhead_header())
         for op in ops:
-            overheads.append(measure_overhead(op, specs[op], backend))
-            print(_overhead_row(overheads[-1]), flush=True)
+            for one in backends:
+                overheads.append(measure_overhead(op, specs[op], one))
+                print(_overhead_row(overheads[-1]), flush=True)
         tables.append((f"host overhead (µs per call, {FLAGS.overhead_calls} calls)", overhead_header(),
                        [_overhead_row(o) for o in overheads]))
     notes = unavailable_notes(results, overheads)

@@ -38,9 +38,10 @@ def write_report(path: str, header: str, tables, notes: list[str], results, peer
     holds (title, header line, row lines) per text table; notes explain n/a cells."""
     directory, stem = os.path.dirname(path) or ".", os.path.splitext(os.path.basename(path))[0]
     os.makedirs(directory, exist_ok=True)
-    by_op = defaultdict(list)
+    by_op = defaultdict(list)  # one plot per op, or per op and backend when several ran
+    several = len({result.backend for result in results}) > 1
     for result in results:
-        by_op[result.op].append(result)
+        by_op[f"{result.op}_{result.backend}" if several else result.op].append(result)
     lines = ["# oprt benchmark", "", header, ""]
     for title, table_header, rows_text in tables:
         if title:

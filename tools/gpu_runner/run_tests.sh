@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs oprt's tests on a GPU host that has no Bazel.
 # Needs: Python >= 3.10 with torch, pybind11 and pytest, a C++17 compiler, a CUDA driver.
-# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia metax"] [-- extra pytest args]
+# usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia metax tilelang"] [-- extra pytest args]
 # Builds the thin pybind11 binding for this host's Python against a bundled
 # library, then runs each operator's case table per backend and the cross-operator
 # tests, printing pytest's summary for each and a total. Backend metax runs from
 # liboperator_runtime_metax_compat.so (the metax sources compiled by nvcc, on this
 # NVIDIA GPU); every other backend from liboperator_runtime.so. The binding is built
-# once per library and the cross-operator tests run once per library.
+# once per library and the cross-operator tests run once per library. Backend
+# tilelang needs TileLang importable (and CUDA_HOME set to the toolkit it compiles
+# with); it runs once per style in $OPRT_TILELANG_STYLES (default "eager lazy").
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
@@ -48,17 +50,27 @@ use_library() {
 export PYTHONPATH="$here/python:$here${PYTHONPATH:+:$PYTHONPATH}"
 failed=0
 summary=()
+run_table() {  # op backend label
+  echo "=== $1 on $3"
+  "$python" python/operator_runtime_testing/op_test_main.py --op="$1" --backend="$2" "${pytest_args[@]}"
+  local rc=$?
+  summary+=("$1/$3: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
+  [ $rc -eq 0 ] || failed=1
+}
+pytest_args=("$@")
 libraries=$(for backend in $backends; do library_of "$backend"; done | awk '!seen[$0]++')
 for library in $libraries; do
   use_library "$library" || exit 1
   for op in $ops; do
     for backend in $backends; do
       [ "$(library_of "$backend")" = "$library" ] || continue
-      echo "=== $op on $backend ($library)"
-      "$python" python/operator_runtime_testing/op_test_main.py --op="$op" --backend="$backend" "$@"
-      rc=$?
-      summary+=("$op/$backend: $([ $rc -eq 0 ] && echo passed || echo "FAILED (exit $rc)")")
-      [ $rc -eq 0 ] || failed=1
+      if [ "$backend" = tilelang ]; then
+        for style in ${OPRT_TILELANG_STYLES:-eager lazy}; do
+          OPRT_TILELANG_STYLE=$style run_table "$op" tilelang "tilelang-$style"
+        done
+      else
+        run_table "$op" "$backend" "$backend ($library)"
+      fi
     done
   done
   echo "=== cross-operator tests ($library)"

@@ -1,0 +1,157 @@
+"""Compiling the kernels of ops/<op>/tilelang/ once per process and key.
+
+TileLang is imported here on first use (about 4 s), never at `import
+operator_runtime`. A compiled kernel is kept in memory under
+(op, style, dtype, shape class, arch); below that, TileLang's own disk cache
+(one directory, `cache_dir()`) keeps the cubins and host wrappers across
+processes, so a second process compiles nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import threading
+from typing import Any, NamedTuple
+
+import torch
+
+from operator_runtime.errors import InvalidArgumentError, NotSupportedError
+
+STYLES = ("eager", "lazy")
+STYLE_ENV = "OPRT_TILELANG_STYLE"
+CACHE_DIR_ENV = "OPRT_TILELANG_CACHE_DIR"
+# An nvcc to compile with: CUDA_HOME becomes its toolkit before TileLang is imported.
+NVCC_ENV = "OPRT_TILELANG_NVCC"
+DEFAULT_STYLE = "lazy"
+
+DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+# Target "c" (the CPU) has no bfloat16 type: TileLang cannot emit C for it.
+C_TARGET_DTYPES = ("float32", "float16")
+
+_style: str | None = None
+_cache_dir: str | None = None
+
+
+def _check_style(style: str) -> str:
+    if style not in STYLES:
+        raise InvalidArgumentError(f"unknown tilelang style {style!r}; expected one of {', '.join(STYLES)}")
+    return style
+
+
+def set_style(style: str | None) -> None:
+    """Kernels prepared from now on use the eager kernels ("eager") or the lazy
+    factories ("lazy"); None goes back to $OPRT_TILELANG_STYLE, else "lazy"."""
+    global _style
+    _style = None if style is None else _check_style(style)
+
+
+def get_style() -> str:
+    return _style or _check_style(os.environ.get(STYLE_ENV) or DEFAULT_STYLE)
+
+
+def set_cache_dir(path: str | None) -> None:
+    """Directory of the compiled-kernel disk cache; None goes back to
+    $OPRT_TILELANG_CACHE_DIR, else TileLang's own ($TILELANG_CACHE_DIR or ~/.tilelang/cache)."""
+    global _cache_dir
+    _cache_dir = path
+
+
+def cache_dir() -> str:
+    chosen = _cache_dir or os.environ.get(CACHE_DIR_ENV)
+    if chosen:
+        return chosen
+    return os.environ.get("TILELANG_CACHE_DIR") or os.path.expanduser("~/.tilelang/cache")
+
+
+_import_lock = threading.Lock()
+_trace_lock = threading.Lock()
+_tilelang: Any = None
+_import_error: str | None = None
+
+
+def import_tilelang() -> Any:
+    """The tilelang module, imported once; NotSupportedError saying why when it cannot be."""
+    global _tilelang, _import_error
+    with _import_lock:
+        if _tilelang is None and _import_error is None:
+            nvcc = os.environ.get(NVCC_ENV)
+            if nvcc:
+                os.environ["CUDA_HOME"] = str(pathlib.Path(nvcc).resolve().parent.parent)
+            try:
+                _tilelang = importlib.import_module("tilelang")
+            except Exception as error:  # an ImportError, or a missing native library
+                _import_error = f"importing tilelang failed: {type(error).__name__}: {error}"
+    if _import_error:
+        raise NotSupportedError(f"tilelang backend is not available: {_import_error}")
+    return _tilelang
+
+
+def cuda_target(device: torch.device) -> dict:
+    """TileLang's target for a CUDA device: SASS for its exact architecture."""
+    major, minor = torch.cuda.get_device_capability(device)
+    return {"kind": "cuda", "arch": f"sm_{major}{minor}"}
+
+
+def target_arch(target: dict | str) -> str:
+    return target if isinstance(target, str) else target["arch"]
+
+
+def kernel_definition(op: str, style: str):
+    """`<op>_eager` or `<op>_lazy` of ops/<op>/tilelang/<op>.py."""
+    return getattr(importlib.import_module(f"ops.{op}.tilelang.{op}"), f"{op}_{_check_style(style)}")
+
+
+def compile_kernel(op: str, style: str, dtype: str, target: dict | str):
+    """Lowers and compiles op's kernel of `style` for `dtype` to `target`
+    ({"kind": "cuda", "arch": "sm_90"}, or "c" for the CPU)."""
+    tilelang = import_tilelang()
+    os.environ["TILELANG_CACHE_DIR"] = cache_dir()
+    # Tracing a definition mutates its JIT object's caches: one at a time (milliseconds);
+    # lowering and nvcc, the seconds, run concurrently as in TileLang's own par_compile.
+    with _trace_lock:
+        prim_func = kernel_definition(op, style).get_tir(dtype=dtype)
+    # TileLang's C code generator cannot emit vector casts (f16 -> f32 x 4).
+    pass_configs = {"tirx.disable_vectorize": True} if target == "c" else None
+    return tilelang.compile(prim_func, target=target, pass_configs=pass_configs)
+
+
+class CacheKey(NamedTuple):
+    op: str
+    style: str
+    dtype: str
+    shape_class: str
+    arch: str
+
+
+class KernelCache:
+    """Compiled kernels by CacheKey, each compiled once per process; different
+    keys compile concurrently (TileLang releases the GIL, nvcc is a subprocess)."""
+
+    def __init__(self) -> None:
+        self._kernels: dict[CacheKey, Any] = {}
+        self._key_locks: dict[CacheKey, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, op: str, style: str, dtype: str, shape_class: str, target: dict | str):
+        key = CacheKey(op, style, dtype, shape_class, target_arch(target))
+        kernel = self._kernels.get(key)
+        if kernel is not None:
+            return kernel
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._kernels:
+                self._kernels[key] = compile_kernel(op, style, dtype, target)
+        return self._kernels[key]
+
+    def keys(self) -> list[CacheKey]:
+        return list(self._kernels)
+
+    def clear(self) -> None:
+        self._kernels.clear()
+
+
+KERNELS = KernelCache()
+

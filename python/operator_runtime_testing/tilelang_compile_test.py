@@ -1,0 +1,120 @@
+"""Compiles every TileLang kernel of one operator without a GPU, and runs what the CPU can.
+
+    OPRT_TILELANG_NVCC=PATH/TO/cu13/bin/nvcc python tilelang_compile_test.py --op=copy
+
+Each kernel of ops/<op>/tilelang/<op>.py, in both styles and every dtype, is
+lowered and compiled for {"kind": "cuda", "arch": "sm_90"} with that nvcc
+(CUDA_HOME is set to its toolkit) and must leave an sm_90 cubin holding the
+kernel in a fresh TileLang cache. Elementwise kernels are also compiled for
+TileLang's "c" target and run on CPU tensors in f32 and f16 (the C generator
+has no bfloat16), compared with the operator's reference. Bazel's
+//ops/<op>:tilelang_compile_test runs this; it needs no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import tempfile
+
+import pytest
+import torch
+
+ELF_MAGIC = b"\x7fELF"
+EM_CUDA = 190
+SM_90 = 90
+
+OP_ENV = "OPRT_TILELANG_TEST_OP"
+
+
+def cubins(directory: pathlib.Path) -> set[pathlib.Path]:
+    return set(directory.rglob("*.cubin"))
+
+
+def cubin_arch(data: bytes) -> int:
+    """The SM number a CUDA ELF's e_flags encode (bits 8..15 in CUDA 12+ cubins)."""
+    assert data[:4] == ELF_MAGIC, "not an ELF file"
+    assert int.from_bytes(data[18:20], "little") == EM_CUDA, "not a CUDA ELF"
+    flags = int.from_bytes(data[48:52], "little")
+    return (flags >> 8) & 0xFF
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    from operator_runtime.tilelang import compiler
+
+    return compiler
+
+
+def _styles_and_dtypes(dtypes):
+    return [(style, dtype) for style in ("eager", "lazy") for dtype in dtypes]
+
+
+@pytest.mark.parametrize("style,dtype", _styles_and_dtypes(("float32", "float16", "bfloat16")))
+def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
+    compiler.set_cache_dir(str(tmp_path))
+    kernel = compiler.compile_kernel(os.environ[OP_ENV], style, dtype, {"kind": "cuda", "arch": "sm_90"})
+    name = f"{os.environ[OP_ENV]}_{style}_kernel"
+    assert name in kernel.get_kernel_source()
+    (cubin,) = cubins(tmp_path)
+    data = cubin.read_bytes()
+    assert cubin_arch(data) == SM_90
+    assert name.encode() in data, f"{cubin} does not define {name}"
+
+
+def _cpu_cases(op: str, dtype: torch.dtype):
+    """(inputs, params) of a few CPU problems: odd sizes, a full and a partial block."""
+    generator = torch.Generator().manual_seed(0)
+    from operator_runtime.ops import OPERATORS
+
+    info = OPERATORS[op]
+    for numel in (1, 1000, 4096, 5001):
+        inputs = [torch.randn(numel, generator=generator).to(dtype) for _ in info.input_names]
+        inputs[0][::7] = float("nan")
+        inputs[0][3::11] = -float("inf")
+        slopes = [0.0, 0.1] if "negative_slope" in info.param_names else [None]
+        for slope in slopes:
+            yield inputs, ({} if slope is None else {"negative_slope": slope})
+
+
+def _runs_on_the_c_target(op: str) -> bool:
+    from operator_runtime.ops import OPERATORS, Kind
+
+    return OPERATORS[op].kind == Kind.ELEMENTWISE
+
+
+@pytest.mark.parametrize("style,dtype", _styles_and_dtypes(("float32", "float16")))
+def test_runs_on_the_c_target(compiler, style, dtype, tmp_path):
+    if not _runs_on_the_c_target(os.environ[OP_ENV]):
+        pytest.skip(f"{os.environ[OP_ENV]}'s kernels use GPU fragments, which the c target cannot lower")
+    import importlib
+
+    spec = importlib.import_module(f"ops.{os.environ[OP_ENV]}.cases").OP
+    compiler.set_cache_dir(str(tmp_path))
+    kernel = compiler.compile_kernel(os.environ[OP_ENV], style, dtype, "c")
+    torch_dtype = getattr(torch, dtype)
+    for inputs, params in _cpu_cases(os.environ[OP_ENV], torch_dtype):
+        out = torch.empty_like(inputs[0])
+        kernel(*inputs, out, *params.values())
+        expected = spec.reference(*[tensor.clone() for tensor in inputs], **params)
+        tolerance = spec.tolerances[torch_dtype]
+        torch.testing.assert_close(out, expected, atol=tolerance.atol, rtol=tolerance.rtol, equal_nan=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--op", required=True)
+    options, pytest_args = parser.parse_known_args(argv)
+    os.environ[OP_ENV] = options.op
+    os.environ.setdefault("TILELANG_CACHE_DIR", tempfile.mkdtemp(prefix="tilelang-cache-"))
+    command = [__file__, "-p", "no:cacheprovider", "-rfEs", *pytest_args]
+    junit_xml = os.environ.get("XML_OUTPUT_FILE")
+    if junit_xml:
+        command.append(f"--junitxml={junit_xml}")
+    return int(pytest.main(command))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
