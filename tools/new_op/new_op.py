@@ -188,6 +188,11 @@ def substitutions(request: Request) -> dict[str, str]:
         ),
         "functor_params": ", ".join("float " + name for name in (["x"] if len(c_inputs) == 1 else c_inputs)),
         "placeholder": "x" if len(c_inputs) == 1 else c_inputs[0],
+        "placeholder_tensor": table_inputs[0],
+        "tilelang_eager_declarations": "\n".join(
+            f"    {name}: T.Tensor[[n], dtype]" for name in table_inputs
+        ),
+        "tilelang_lazy_params": ", ".join(f"{name}: T.Tensor((n,), dtype)" for name in table_inputs),
         "reference_params": ", ".join(f"{name}: torch.Tensor" for name in table_inputs),
         "declarations": "\n".join(
             c_call("OPRT_API " + head, params, ");", pointer_style="c")
@@ -225,6 +230,7 @@ def planned_files(request: Request) -> dict[Path, str]:
         folder / "cpu" / f"{op}_cpu.cc": f"{request.kind}/op_cpu.cc.tmpl",
         folder / "nvidia" / f"{op}.cu": f"{request.kind}/op.cu.tmpl",
         folder / "cases.py": f"{request.kind}/cases.py.tmpl",
+        folder / "tilelang" / f"{op}.py": f"{request.kind}/op_tilelang.py.tmpl",
     }
     if request.kind == "elementwise":
         sources[folder / f"{op}_functor.h"] = "elementwise/op_functor.h.tmpl"

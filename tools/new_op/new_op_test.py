@@ -100,6 +100,7 @@ def test_elementwise_files():
         "ops/gelu/gelu.h",
         "ops/gelu/gelu_functor.h",
         "ops/gelu/nvidia/gelu.cu",
+        "ops/gelu/tilelang/gelu.py",
     ]
     build = files[Path("ops/gelu/BUILD.bazel")]
     assert 'oprt_operator(\n    name = "gelu",\n    family = "elementwise",\n)' in build
@@ -113,6 +114,10 @@ def test_elementwise_files():
     assert "OPRT_REGISTER_OPERATOR(gelu, kGeluEntry);" in files[Path("ops/gelu/gelu.cc")]
     cases = files[Path("ops/gelu/cases.py")]
     assert 'raise NotImplementedError("gelu: not implemented' in cases
+    tilelang = files[Path("ops/gelu/tilelang/gelu.py")]
+    assert 'raise NotImplementedError("gelu: not implemented: write its TileLang element' in tilelang
+    assert "def gelu_eager(input, out, dtype=\"float32\"):" in tilelang
+    assert "def gelu_lazy(input: T.Tensor((n,), dtype), out: T.Tensor((n,), dtype)):" in tilelang
     assert "elementwise_cases(num_inputs=1, params={})" in cases
 
 
@@ -121,6 +126,9 @@ def test_two_input_elementwise_names_its_inputs_a_and_b():
     assert 'kInputNames[] = {"a", "b"}' in files[Path("ops/mul/mul.cc")]
     assert "const void *a,\n" in files[Path("ops/mul/mul.h")]
     assert "operator()(float a, float b)" in files[Path("ops/mul/mul_functor.h")]
+    tilelang = files[Path("ops/mul/tilelang/mul.py")]
+    assert "def mul_element(i, a, b, out):" in tilelang
+    assert "    a: T.Tensor[[n], dtype]\n    b: T.Tensor[[n], dtype]\n" in tilelang
     assert "def reference(a: torch.Tensor, b: torch.Tensor)" in files[Path("ops/mul/cases.py")]
 
 
