@@ -386,7 +386,7 @@ def main(argv) -> int:
     notes = unavailable_notes(results, overheads)
     if notes:
         print("\n".join(["", *notes]))
-    verdicts = [v.line() for v in targets.evaluate(results, overheads, backend)]
+    verdicts = [v.line() for v in targets.evaluate(results, overheads, backends)]
     print("\n".join(["", "targets (tools/bench/targets.py)", *verdicts]))
     tables.append(("targets (tools/bench/targets.py)", "", verdicts))
     if FLAGS.report:

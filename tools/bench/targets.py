@@ -2,8 +2,8 @@
 
 Each target reads the bench's results (ours, the peers in the same run) and says
 PASS or FAIL with the figures it judged, or `n/a` when the run holds no case it
-applies to (a subset of ops, a peer not requested). Targets apply to the nvidia
-backend only; other backends get one line saying so.
+applies to (a subset of ops, a peer not requested). Targets judge the nvidia
+backend's rows only; a run without nvidia gets one line saying so.
 """
 
 from __future__ import annotations
@@ -78,9 +78,11 @@ def _geomean_target(target: str, cases, peer: str, minimum: float) -> Verdict:
     return Verdict(target, mean >= minimum, f"geometric mean {mean:.2f}x over {len(ratios)} cases")
 
 
-def evaluate(results, overheads, backend: str) -> list[Verdict]:
-    if backend != "nvidia":
-        return [Verdict("targets", None, f"they apply to the nvidia backend, not {backend}")]
+def evaluate(results, overheads, backends: Sequence[str]) -> list[Verdict]:
+    if "nvidia" not in backends:
+        return [Verdict("targets", None, f"they apply to the nvidia backend, not {', '.join(backends)}")]
+    results = [r for r in results if r.backend == "nvidia"]
+    overheads = [o for o in overheads if o.backend == "nvidia"]
     by_op = {op: [r for r in results if r.op == op] for op in {r.op for r in results}}
     softmax = by_op.get("softmax", [])
     reduce_sum = by_op.get("reduce_sum", [])
