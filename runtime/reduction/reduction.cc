@@ -156,7 +156,7 @@ ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
   plan.rows = 1;
   for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) plan.rows *= plan.row_offsets.sizes[d];
   plan.row_splits = 1;
-  plan.resident_clusters = 0;
+  plan.splits_share_cluster = false;
   return plan;
 }
 

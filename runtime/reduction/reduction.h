@@ -63,10 +63,9 @@ struct ReductionPlan {
   // Chunks each row is cut into, reduced independently and then combined
   // through the workspace: the backend chooses it at create time (1 = whole rows).
   int64_t row_splits;
-  // When > 0, a row's row_splits chunks are instead held on chip by the blocks
-  // of one thread-block cluster, which combine their partial results
-  // themselves; this many clusters (what the device holds at once) loop over rows.
-  int64_t resident_clusters;
+  // Set instead when a row's row_splits chunks are held on chip by the blocks of
+  // one thread-block cluster, which combine their partial results themselves.
+  bool splits_share_cluster;
 };
 
 // True when every row of in and of out starts on a `vector_bytes` boundary and

@@ -153,9 +153,6 @@ constexpr int kClusterBlockThreads = 512;
 constexpr int kClusterRegisterFloats = 16;
 constexpr int64_t kClusterRegisterElements =
     int64_t{kClusterBlockThreads} * kClusterRegisterFloats;
-// Bytes of row a cluster block aims to hold: small enough that two blocks fit
-// on an SM (one loads while the other reduces), large enough to keep clusters few.
-constexpr int64_t kClusterChunkBytes = 64 * 1024;
 // Blocks per cluster: 8 is portable; Hopper also runs 16 when asked to.
 constexpr int kMaxClusterBlocks = 16;
 
@@ -351,7 +348,7 @@ void launch_online(const ReductionPlan& plan, Team team, dim3 block, int64_t gro
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
 // A launch of the cluster path: plan.row_splits blocks per cluster (one row at
-// a time), as many clusters as the device holds at once, looping over the rows.
+// a time), one cluster per row for up to 65535 rows, looping over the rest.
 template <class T>
 struct ClusterLaunch {
   cudaLaunchConfig_t config;
@@ -398,8 +395,9 @@ oprt_status_t allow_large_clusters(int shared_optin, size_t* dynamic_limit) {
 }
 
 // Chooses the cluster path for plan when the device has clusters (sm_90+) and
-// a cluster of at most kMaxClusterBlocks blocks can hold a row: enough blocks
-// that each holds about kClusterChunkBytes, more if the row needs them.
+// a cluster of at most kMaxClusterBlocks blocks can hold a row: the fewest
+// blocks that hold it (a block per SM streams best, measured on the H200),
+// doubled while the rows' clusters still fit in one wave.
 template <class T>
 oprt_status_t prepare_cluster(ReductionPlan* plan) {
   int major = 0;
@@ -412,21 +410,20 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   OPRT_RETURN_IF_ERROR(allow_large_clusters<T>(shared_optin, &dynamic_limit));
   const int64_t capacity =
       kClusterRegisterElements + static_cast<int64_t>(dynamic_limit / sizeof(T));
-  int fewest = 1;
-  while (fewest <= kMaxClusterBlocks && chunk_length(plan->row_length, fewest) > capacity) {
-    fewest *= 2;
+  int widest = 1;
+  while (widest <= kMaxClusterBlocks && chunk_length(plan->row_length, widest) > capacity) {
+    widest *= 2;
   }
   int multiprocessors = 0;
   OPRT_RETURN_IF_ERROR(multiprocessor_count("softmax", &multiprocessors));
-  while (fewest < kMaxClusterBlocks && plan->rows * fewest * 2 <= multiprocessors) fewest *= 2;
+  while (widest < kMaxClusterBlocks && plan->rows * widest * 2 <= multiprocessors) widest *= 2;
   // Not every cluster shape can be scheduled (a cluster's blocks share one GPC):
   // fall back to fewer, larger blocks while they still hold the row.
-  for (int blocks = fewest; blocks >= 1; blocks /= 2) {
+  for (int blocks = widest; blocks >= 1; blocks /= 2) {
     const int64_t chunk = chunk_length(plan->row_length, blocks);
     if (blocks > kMaxClusterBlocks || chunk > capacity) continue;
     ReductionPlan candidate = *plan;
     candidate.row_splits = blocks;
-    candidate.resident_clusters = 1;
     const ClusterLaunch<T> launch(candidate, chunk, nullptr);
     int clusters = 0;
     if (cudaOccupancyMaxActiveClusters(&clusters, softmax_rows_in_cluster<T, kWide<T>>,
@@ -436,7 +433,7 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
     }
     if (clusters > 0) {
       plan->row_splits = blocks;
-      plan->resident_clusters = clusters;
+      plan->splits_share_cluster = true;
       return OPRT_SUCCESS;
     }
   }
@@ -462,7 +459,7 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-      if (plan.resident_clusters > 0) {
+      if (plan.splits_share_cluster) {
         launch_in_cluster<T, kVec>(plan, out, in, stream);
         return OPRT_SUCCESS;
       }
@@ -486,7 +483,7 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
     OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
       return prepare_cluster<typename decltype(tag)::type>(plan);
     }));
-    if (plan->resident_clusters > 0) {
+    if (plan->splits_share_cluster) {
       *workspace_bytes = 0;
       return OPRT_SUCCESS;
     }
