@@ -17,10 +17,12 @@ _FAMILIES = {
     "elementwise": struct(
         host = "//runtime:elementwise",
         cuda = "//runtime:elementwise_cuda",
+        cute = "//runtime:elementwise_cute",
     ),
     "reduction": struct(
         host = "//runtime:reduction",
         cuda = "//runtime:reduction_cuda",
+        cute = None,
     ),
 }
 
@@ -46,8 +48,11 @@ def _test(name, op, backend, target_compatible_with = None, tags = []):
         target_compatible_with = target_compatible_with,
     )
 
-def oprt_operator(name, family):
+def oprt_operator(name, family, cute = False):
     """Declares operator `name` of `family` ("elementwise" or "reduction").
+
+    `cute = True` gives the nvidia library the family's CuTe machinery, which its
+    `nvidia/*.cu` uses under `#if OPRT_CUTE` (set by --@//tools/cuda:cute, tools/cuda).
 
     Targets: `:<name>` (every backend the platform builds, linked into the runtime),
     `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu), the metax
@@ -56,6 +61,8 @@ def oprt_operator(name, family):
     which runs the backends of the active config.
     """
     shared = _FAMILIES[family]
+    if cute and not shared.cute:
+        fail("%s: the %s family has no CuTe kernels; leave out cute = True" % (name, family))
     cc_library(
         name = "header",
         hdrs = [name + ".h"],
@@ -82,7 +89,7 @@ def oprt_operator(name, family):
             name = backend,
             srcs = native.glob([backend + "/*.cu"]),
             hdrs = native.glob([backend + "/*.cuh"]),
-            deps = [":frontend", shared.cuda],
+            deps = [":frontend", shared.cuda] + ([shared.cute] if cute else []),
             target_compatible_with = [constraint],
         )
         backend_deps[constraint] = [":" + backend]

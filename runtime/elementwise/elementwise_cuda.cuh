@@ -10,7 +10,9 @@
 //  - strided: any strides and broadcasts, offsets computed per element from
 //    the plan's shape and strides (multiply-high quotients when numel < 2^31).
 // A dense copy (a functor that moves storage) is a cudaMemcpyAsync instead.
-// A backend file only instantiates gpu::elementwise_kernel<Functor> and registers it.
+// A backend file only instantiates gpu::elementwise_kernel<Functor> and registers it;
+// gpu::elementwise_kernel<Functor, CuteContiguous> (elementwise_cute.cuh) runs the
+// contiguous plans with CuTe instead.
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CUDA_CUH_
 #define OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CUDA_CUH_
 
@@ -331,7 +333,41 @@ void launch_rows(const Functor& functor, const ElementwisePlan& plan, const Exte
       });
 }
 
-template <class T, class Functor>
+// How contiguous plans run by default: the contiguous kernel above, and for a
+// functor that moves storage (copy) the copy engine.
+struct PlainContiguous {
+  template <class T, class Functor>
+  static oprt_status_t launch(const char* op, const Functor& functor, int64_t numel, T* out,
+                              const InputPointers<T, Functor::kNumInputs>& in,
+                              uintptr_t address_bits, cudaStream_t stream) {
+    if constexpr (moves_storage<Functor>::value) {
+      // A dense copy is a byte copy; the copy engine path is as fast as any
+      // kernel and is captured into CUDA graphs as a memcpy node.
+      if (out != in.at[0]) {
+        const cudaError_t error =
+            cudaMemcpyAsync(out, in.at[0], static_cast<size_t>(numel) * sizeof(T),
+                            cudaMemcpyDeviceToDevice, stream);
+        if (error != cudaSuccess) {
+          return fail(OPRT_ERR_RUNTIME, "%s: device copy failed: %s", op,
+                      cudaGetErrorString(error));
+        }
+      }
+      return OPRT_SUCCESS;
+    } else {
+      with_vector_width<kMaxVectorBytes / static_cast<int>(sizeof(T)), T>(
+          address_bits, [&](auto width) {
+            constexpr int kWidth = decltype(width)::value;
+            contiguous_kernel<kWidth><<<grid_for(numel / kWidth), kElementwiseThreads, 0,
+                                        stream>>>(functor, numel, out, in);
+          });
+      return check_launch(op);
+    }
+  }
+};
+
+// Contiguous plans go to Contiguous::launch; every other plan to the rows or
+// strided kernel.
+template <class T, class Functor, class Contiguous>
 oprt_status_t launch_elementwise(const char* op, const Functor& functor,
                                  const ElementwisePlan& plan, void* out,
                                  const void* const* inputs, cudaStream_t stream) {
@@ -342,51 +378,29 @@ oprt_status_t launch_elementwise(const char* op, const Functor& functor,
     address_bits |= reinterpret_cast<uintptr_t>(inputs[k]);
   }
   T* typed_out = static_cast<T*>(out);
-  if constexpr (moves_storage<Functor>::value) {
-    // A dense copy is a byte copy; the copy engine path is as fast as any
-    // kernel and is captured into CUDA graphs as a memcpy node.
-    if (plan.contiguous) {
-      if (out != inputs[0]) {
-        const cudaError_t error =
-            cudaMemcpyAsync(out, inputs[0], static_cast<size_t>(plan.numel) * sizeof(T),
-                            cudaMemcpyDeviceToDevice, stream);
-        if (error != cudaSuccess) {
-          return fail(OPRT_ERR_RUNTIME, "%s: device copy failed: %s", op,
-                      cudaGetErrorString(error));
-        }
-      }
-      return OPRT_SUCCESS;
-    }
-  }
   if (plan.contiguous) {
-    with_vector_width<kMaxVectorBytes / static_cast<int>(sizeof(T)), T>(
-        address_bits, [&](auto width) {
-          constexpr int kWidth = decltype(width)::value;
-          contiguous_kernel<kWidth><<<grid_for(plan.numel / kWidth), kElementwiseThreads, 0,
-                                      stream>>>(functor, plan.numel, typed_out, in);
-        });
-  } else {
-    // Indices below 2^31 divide by multiply-high; larger ones by 64-bit division.
-    const bool narrow = plan.numel <= INT32_MAX;
-    auto launch = [&](const auto& extents) {
-      if (has_dense_rows(plan)) {
-        launch_rows(functor, plan, extents, typed_out, in, stream);
-      } else {
-        strided_kernel<<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(
-            functor, plan, extents, typed_out, in);
-      }
-    };
-    if (narrow) {
-      launch(fast_extents(plan));
+    return Contiguous::launch(op, functor, plan.numel, typed_out, in, address_bits, stream);
+  }
+  // Indices below 2^31 divide by multiply-high; larger ones by 64-bit division.
+  const bool narrow = plan.numel <= INT32_MAX;
+  auto launch = [&](const auto& extents) {
+    if (has_dense_rows(plan)) {
+      launch_rows(functor, plan, extents, typed_out, in, stream);
     } else {
-      launch(wide_extents(plan));
+      strided_kernel<<<grid_for(plan.numel), kElementwiseThreads, 0, stream>>>(
+          functor, plan, extents, typed_out, in);
     }
+  };
+  if (narrow) {
+    launch(fast_extents(plan));
+  } else {
+    launch(wide_extents(plan));
   }
   return check_launch(op);
 }
 
 // The ElementwiseKernel of Functor on a CUDA-dialect GPU: launches on stream.
-template <class Functor>
+template <class Functor, class Contiguous = PlainContiguous>
 oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, const void* params,
                                  void* out, const void* const* inputs, void* stream) {
   if constexpr (not_implemented<Functor>::value) {
@@ -395,8 +409,8 @@ oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, co
     const Functor& functor = *static_cast<const Functor*>(params);
     return dispatch_dtype(plan.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      return launch_elementwise<T>(op, functor, plan, out, inputs,
-                                   static_cast<cudaStream_t>(stream));
+      return launch_elementwise<T, Functor, Contiguous>(op, functor, plan, out, inputs,
+                                                        static_cast<cudaStream_t>(stream));
     });
   }
 }

@@ -13,6 +13,8 @@
 Attributes follow rules_cuda: srcs, hdrs, deps, copts, host_copts, includes, defines,
 alwayslink (default True). Every library links the static CUDA runtime. Target GPUs come
 from `--//tools/cuda:archs=sm_80,sm_90` (alias `--cuda_archs`).
+
+`cute_setting` resolves `--@//tools/cuda:cute=auto|on|off` (tools/cuda/BUILD.bazel).
 """
 
 load("@bazel_skylib//rules:common_settings.bzl", "BuildSettingInfo")
@@ -59,4 +61,48 @@ cuda_library = device_library_rule(
     compiler = Label("//tools/cuda:nvcc"),
     source_extensions = [".cu"],
     doc = "CUDA sources compiled by nvcc (//tools/cuda:nvcc) into a library cc rules can depend on.",
+)
+
+_CUTE_PROBE = "cute/tensor.hpp"
+
+def _cute_setting_impl(ctx):
+    setting = ctx.attr.setting[BuildSettingInfo].value
+    headers = ctx.attr.headers[CcInfo] if ctx.attr.headers else None
+    available = headers != None and any([
+        f.path.endswith("/" + _CUTE_PROBE)
+        for f in headers.compilation_context.headers.to_list()
+    ])
+    if setting == "on" and not available:
+        setting_flag = "--@//%s:%s" % (ctx.attr.setting.label.package, ctx.attr.setting.label.name)
+        fail("%s=on needs the CUTLASS headers, but %s provides no %s: point %s at a CUTLASS include tree, or set %s=auto or off" % (
+            setting_flag,
+            str(ctx.attr.headers.label).removeprefix("@@"),
+            _CUTE_PROBE,
+            ctx.attr.headers_flag,
+            setting_flag,
+        ))
+    use_cute = setting != "off" and available
+    variant = ctx.actions.declare_file(ctx.label.name + ".variant")
+    ctx.actions.write(variant, "cute\n" if use_cute else "cuda\n")
+    if not use_cute:
+        return [DefaultInfo(files = depset([variant])), CcInfo()]
+    return [
+        DefaultInfo(files = depset([variant])),
+        cc_common.merge_cc_infos(cc_infos = [
+            headers,
+            CcInfo(compilation_context = cc_common.create_compilation_context(defines = depset(["OPRT_CUTE=1"]))),
+        ]),
+    ]
+
+cute_setting = rule(
+    implementation = _cute_setting_impl,
+    doc = "The CuTe kernel choice as a library: the CUTLASS headers and OPRT_CUTE=1 when " +
+          "CuTe kernels are built, nothing otherwise; its file `<name>.variant` says " +
+          "`cute` or `cuda`.",
+    attrs = {
+        "setting": attr.label(mandatory = True, providers = [BuildSettingInfo]),
+        "headers": attr.label(providers = [CcInfo], doc = "The CUTLASS headers; None under off."),
+        "headers_flag": attr.string(mandatory = True, doc = "The flag naming the headers, as users type it."),
+    },
+    provides = [CcInfo],
 )

@@ -3,4 +3,12 @@
 #include "ops/copy/copy_functor.h"
 #include "runtime/elementwise/elementwise_cuda.cuh"
 
+#if OPRT_CUTE
+// --@//tools/cuda:cute chose CuTe: dense copies run the CuTe tiled copy of elementwise_cute.cuh.
+#include "runtime/elementwise/elementwise_cute.cuh"
+
+OPRT_REGISTER_KERNEL(copy, OPRT_GPU_BACKEND,
+                     (oprt::gpu::elementwise_kernel<oprt::CopyFunctor, oprt::gpu::CuteContiguous>));
+#else
 OPRT_REGISTER_KERNEL(copy, OPRT_GPU_BACKEND, oprt::gpu::elementwise_kernel<oprt::CopyFunctor>);
+#endif
