@@ -1,4 +1,5 @@
-"""Writes the bench's results as a Markdown page with one PNG plot per operator."""
+"""Writes the bench's results as a Markdown page with one PNG plot per operator:
+GB/s against bytes moved, a line per backend and peer."""
 
 from __future__ import annotations
 
@@ -11,22 +12,38 @@ matplotlib.use("Agg")  # files only; no display on build or GPU hosts
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+_DTYPE_MARKERS = {"f32": "o", "f16": "s", "bf16": "^"}
+
+
+def _series(rows, peers: list[str]) -> dict[tuple[str, str], dict[str, tuple[int, float]]]:
+    """(source, dtype) -> case -> (bytes, GB/s); a source is an oprt backend or a peer.
+    Peers are timed beside every backend's row; the first timing of a case is kept."""
+    series: dict[tuple[str, str], dict[str, tuple[int, float]]] = defaultdict(dict)
+    for r in rows:
+        series[(r.backend, r.dtype)][r.case] = (r.bytes, r.gbps)
+        for name in peers:
+            timing = r.peers.get(name)
+            if timing is not None and timing.gbps:
+                series[(name, r.dtype)].setdefault(r.case, (r.bytes, timing.gbps))
+    return series
+
+
 def _plot(op: str, rows, peers: list[str], copy_gbps: float, path: str) -> None:
-    """Grouped bars per case: oprt, then each peer (no bar where it was n/a)."""
-    labels = [f"{r.case}" for r in rows]
-    positions = range(len(rows))
-    figure, axes = plt.subplots(figsize=(max(6, 0.5 * (1 + len(peers)) * len(rows) + 2), 4))
-    series = [(f"oprt ({rows[0].backend})", [r.gbps for r in rows])]
-    series += [(name, [r.peers[name].gbps or 0.0 for r in rows]) for name in peers]
-    width = 0.8 / len(series)
-    for index, (label, values) in enumerate(series):
-        offset = (index - (len(series) - 1) / 2) * width
-        axes.bar([p + offset for p in positions], values, width, label=label)
+    """GB/s against the bytes a case moves: a colour per backend and peer, a marker per dtype."""
+    series = _series(rows, peers)
+    sources = list(dict.fromkeys(source for source, _ in series))
+    colours = {source: f"C{index}" for index, source in enumerate(sources)}
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for (source, dtype), cases in series.items():
+        points = sorted(cases.values())
+        axes.plot([b / 1e6 for b, _ in points], [g for _, g in points], color=colours[source],
+                  marker=_DTYPE_MARKERS.get(dtype, "x"), linewidth=1, label=f"{source} {dtype}")
     axes.axhline(copy_gbps, color="gray", linestyle="--", linewidth=1, label="device copy bandwidth")
-    axes.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize=7)
+    axes.set_xscale("log")
+    axes.set_xlabel("MB moved per call (log)")
     axes.set_ylabel("GB/s")
     axes.set_title(op)
-    axes.legend(fontsize=7)
+    axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -38,10 +55,9 @@ def write_report(path: str, header: str, tables, notes: list[str], results, peer
     holds (title, header line, row lines) per text table; notes explain n/a cells."""
     directory, stem = os.path.dirname(path) or ".", os.path.splitext(os.path.basename(path))[0]
     os.makedirs(directory, exist_ok=True)
-    by_op = defaultdict(list)  # one plot per op, or per op and backend when several ran
-    several = len({result.backend for result in results}) > 1
+    by_op = defaultdict(list)  # one plot per op, every backend and peer in it
     for result in results:
-        by_op[f"{result.op}_{result.backend}" if several else result.op].append(result)
+        by_op[result.op].append(result)
     lines = ["# oprt benchmark", "", header, ""]
     for title, table_header, rows_text in tables:
         if title:
