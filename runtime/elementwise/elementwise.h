@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "runtime/core/core.h"
+#include "runtime/elementwise/functor.h"
 
 namespace oprt {
 
@@ -80,6 +81,8 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, void** desc,
                                  const oprt_tensor_view_t* const* inputs, const void* params,
                                  size_t params_size);
 
+oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc);
+
 // Typed front door: Handle is void for the op table and the operator's opaque
 // descriptor struct for its public create function.
 template <class Handle, class Functor>
@@ -92,6 +95,12 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, Handle** desc,
   *desc = nullptr;
   void* created = nullptr;
   OPRT_RETURN_IF_ERROR(create_elementwise(op, &created, out, inputs, &functor, sizeof(Functor)));
+  if constexpr (not_implemented<Functor>::value) {
+    // A scaffolded operator whose functor is not written yet: every valid call
+    // stops here, whatever the backend, after the views' own errors.
+    destroy_elementwise(op, created);
+    return fail_not_implemented(op.name);
+  }
   *desc = static_cast<Handle*>(created);
   return OPRT_SUCCESS;
 }
@@ -100,7 +109,6 @@ oprt_status_t elementwise_workspace_size(const ElementwiseOp& op, void* desc, si
 oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* workspace,
                                   size_t workspace_size, void* out, const void* const* inputs,
                                   void* stream);
-oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc);
 
 // The op-table entry of an elementwise operator. An operator with parameters
 // passes kMake, which builds its functor from the table's values (in the order

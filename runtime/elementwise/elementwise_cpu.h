@@ -62,23 +62,19 @@ void run_strided(const Functor& functor, const ElementwisePlan& plan, T* out, co
 template <class Functor>
 oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, const void* params,
                                  void* out, const void* const* inputs, void* /*stream*/) {
-  if constexpr (not_implemented<Functor>::value) {
-    return fail_not_implemented(op);
-  } else {
-    const Functor& functor = *static_cast<const Functor*>(params);
-    return dispatch_dtype(plan.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* in[Functor::kNumInputs];
-      for (int k = 0; k < Functor::kNumInputs; ++k) in[k] = static_cast<const T*>(inputs[k]);
-      if (plan.contiguous) {
-        run_contiguous(functor, plan.numel, static_cast<T*>(out), in,
-                       std::make_index_sequence<Functor::kNumInputs>{});
-      } else {
-        run_strided(functor, plan, static_cast<T*>(out), in);
-      }
-      return OPRT_SUCCESS;
-    });
-  }
+  const Functor& functor = *static_cast<const Functor*>(params);
+  return dispatch_dtype(plan.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in[Functor::kNumInputs];
+    for (int k = 0; k < Functor::kNumInputs; ++k) in[k] = static_cast<const T*>(inputs[k]);
+    if (plan.contiguous) {
+      run_contiguous(functor, plan.numel, static_cast<T*>(out), in,
+                     std::make_index_sequence<Functor::kNumInputs>{});
+    } else {
+      run_strided(functor, plan, static_cast<T*>(out), in);
+    }
+    return OPRT_SUCCESS;
+  });
 }
 
 }  // namespace cpu

@@ -403,16 +403,12 @@ oprt_status_t launch_elementwise(const char* op, const Functor& functor,
 template <class Functor, class Contiguous = PlainContiguous>
 oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, const void* params,
                                  void* out, const void* const* inputs, void* stream) {
-  if constexpr (not_implemented<Functor>::value) {
-    return fail_not_implemented(op);
-  } else {
-    const Functor& functor = *static_cast<const Functor*>(params);
-    return dispatch_dtype(plan.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      return launch_elementwise<T, Functor, Contiguous>(op, functor, plan, out, inputs,
-                                                        static_cast<cudaStream_t>(stream));
-    });
-  }
+  const Functor& functor = *static_cast<const Functor*>(params);
+  return dispatch_dtype(plan.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return launch_elementwise<T, Functor, Contiguous>(op, functor, plan, out, inputs,
+                                                      static_cast<cudaStream_t>(stream));
+  });
 }
 
 }  // namespace gpu
