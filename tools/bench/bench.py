@@ -36,6 +36,7 @@ from operator_runtime.ops import OPERATORS
 from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
 from tools.bench import peers as peer_lib
 from tools.bench import targets
+from tools.bench.host_cost import driver_launch_us, host_us_per_call
 from tools.bench.report import write_report
 
 FLAGS = flags.FLAGS
@@ -235,25 +236,6 @@ def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: floa
     )
 
 
-def _host_us_per_call(call, device: torch.device) -> float:
-    """Median host µs per call over batches of back-to-back calls. GPU calls are
-    not synchronized inside a batch (the queue is drained between batches), and
-    the tensor is tiny, so each kernel takes about its launch and the host, not
-    the device, sets the pace."""
-    batch = max(1, FLAGS.overhead_calls // 5)
-    per_call = []
-    for _ in range(6):  # the first batch warms caches up and is dropped
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        begin = time.perf_counter()
-        for _ in range(batch):
-            call()
-        per_call.append((time.perf_counter() - begin) / batch)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return statistics.median(per_call[1:]) * 1e6
-
-
 def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
     """Host cost per call for the op's first benchmark case in f32, shrunk to at
     most 8 elements per dim (same rank, broadcasts and params)."""
@@ -268,10 +250,12 @@ def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
     out_variant = getattr(ort, f"{op}_")
     bound = _bind_peers(spec, params, out, inputs)
     with getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend) as prepared:
-        run_us = _host_us_per_call(prepared.run, device)
-    op_call_us = _host_us_per_call(lambda: out_variant(out, *inputs, **params, backend=backend), device)
+        run_us = host_us_per_call(prepared.run, FLAGS.overhead_calls, device)
+    op_call_us = host_us_per_call(lambda: out_variant(out, *inputs, **params, backend=backend),
+                                  FLAGS.overhead_calls, device)
     peer_us = {
-        name: _host_us_per_call(functools.partial(call, out, *inputs), device) if callable(call) else None
+        name: host_us_per_call(functools.partial(call, out, *inputs), FLAGS.overhead_calls, device)
+        if callable(call) else None
         for name, call in bound.items()
     }
     return Overhead(op=op, backend=backend, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, peers=peer_us,
@@ -374,19 +358,24 @@ def main(argv) -> int:
             print(_row(result), flush=True)
     tables = [("", table_header(), [_row(r) for r in results])]
     overheads = []
+    launch_floor_us = None
     if FLAGS.overhead:
-        print(f"\nhost overhead (µs per call, {FLAGS.overhead_calls} calls)")
+        title = f"host overhead (µs per call, {FLAGS.overhead_calls} calls)"
+        if device.type == "cuda":
+            launch_floor_us = driver_launch_us(FLAGS.overhead_calls)
+            title += f"; the driver's own launch of an empty kernel: {launch_floor_us:.1f} µs"
+        print(f"\n{title}")
         print(overhead_header())
         for op in ops:
             for one in backends:
                 overheads.append(measure_overhead(op, specs[op], one))
                 print(_overhead_row(overheads[-1]), flush=True)
-        tables.append((f"host overhead (µs per call, {FLAGS.overhead_calls} calls)", overhead_header(),
+        tables.append((title, overhead_header(),
                        [_overhead_row(o) for o in overheads]))
     notes = unavailable_notes(results, overheads)
     if notes:
         print("\n".join(["", *notes]))
-    verdicts = [v.line() for v in targets.evaluate(results, overheads, backends)]
+    verdicts = [v.line() for v in targets.evaluate(results, overheads, backends, launch_floor_us)]
     print("\n".join(["", "targets (tools/bench/targets.py)", *verdicts]))
     tables.append(("targets (tools/bench/targets.py)", "", verdicts))
     if FLAGS.report:
@@ -394,7 +383,8 @@ def main(argv) -> int:
     if FLAGS.json_out:
         with open(FLAGS.json_out, "w") as f:
             json.dump({"device": name, "backend": backend, "copy_gbps": copy_gbps, "peers": FLAGS.peers,
-                       "results": [asdict(r) for r in results], "overhead": [asdict(o) for o in overheads]},
+                       "results": [asdict(r) for r in results], "overhead": [asdict(o) for o in overheads],
+                       "driver_launch_us": launch_floor_us},
                       f, indent=1)
     return 0
 

@@ -78,7 +78,7 @@ def _geomean_target(target: str, cases, peer: str, minimum: float) -> Verdict:
     return Verdict(target, mean >= minimum, f"geometric mean {mean:.2f}x over {len(ratios)} cases")
 
 
-def evaluate(results, overheads, backends: Sequence[str]) -> list[Verdict]:
+def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float | None = None) -> list[Verdict]:
     if "nvidia" not in backends:
         return [Verdict("targets", None, f"they apply to the nvidia backend, not {', '.join(backends)}")]
     results = [r for r in results if r.backend == "nvidia"]
@@ -107,16 +107,18 @@ def evaluate(results, overheads, backends: Sequence[str]) -> list[Verdict]:
         _every("copy, vector_add, relu >= 1.0x torch on every case >= 1 Mi elements",
                [r for r in elementwise if _largest_tensor_bytes(r) // ELEMENT_BYTES[r.dtype] >= ELEMENTWISE_MIN_ELEMENTS],
                lambda r: _ratio(r, "torch"), 1.0, "x"),
-        _overhead_target(overheads),
+        _overhead_target(overheads, launch_floor_us),
     ]
 
 
-def _overhead_target(overheads) -> Verdict:
+def _overhead_target(overheads, launch_floor_us: float | None) -> Verdict:
     target = "prepared run() host overhead <= 2 us per call"
     if not overheads:
         return Verdict(target, None, "not measured in this run (--overhead)")
     worst = max(overheads, key=lambda o: o.run_us)
     torch_us = worst.peers.get("torch")
-    beside = f" (torch's call {torch_us:.1f} us)" if torch_us is not None else ""
-    detail = f"worst {worst.op} {worst.run_us:.1f} us{beside}"
+    beside = [f"torch's call {torch_us:.1f} us"] if torch_us is not None else []
+    if launch_floor_us is not None:
+        beside.append(f"the driver's empty-kernel launch {launch_floor_us:.1f} us")
+    detail = f"worst {worst.op} {worst.run_us:.1f} us" + (f" ({'; '.join(beside)})" if beside else "")
     return Verdict(target, worst.run_us <= MAX_RUN_OVERHEAD_US, detail)
