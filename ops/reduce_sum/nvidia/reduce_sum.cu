@@ -17,8 +17,11 @@ namespace oprt {
 namespace gpu {
 namespace {
 
-// Vectors each thread of a row team aims to load; decides the team size.
-constexpr int64_t kVectorsPerThread = 4;
+// Vectors each thread of a row team aims to load; decides the team size. 16
+// rather than 4 gives an 8192-float row 128 threads instead of 512, which took
+// it from 2.95 to 3.88 TB/s on the H200: a block's closing reduction and its
+// scheduling are paid over four times the bytes.
+constexpr int64_t kVectorsPerThread = 16;
 constexpr int kWarpRowsBlockThreads = 256;
 constexpr int kUnroll = 4;
 
