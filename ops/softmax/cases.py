@@ -11,6 +11,7 @@ from operator_runtime_testing.cases import (
     BenchmarkCase,
     CorrectnessCase,
     OpSpec,
+    Padded,
     Tolerance,
     tolerances,
     Values,
@@ -60,11 +61,29 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("nan_and_inf", Values(specials=(NAN, INF, -INF), spacing=11)),
         ("all_equal_rows", Values("constant", 3.0)),
     ]
-    return axis_cases(keeps_axis=True) + [
-        CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
-        for dtype in DTYPES
-        for name, values in extremes
+    # More long rows than the GPU holds at once, so each thread-block cluster of
+    # the nvidia long-row path takes several rows in turn (and loads the next
+    # row while it writes the current one): aligned, in place, padded, and of
+    # odd length (no 16-byte vectors).
+    many_long_rows = [
+        ("many_long_rows", spec((300, 40000)), {}),
+        ("many_long_rows_in_place", spec((300, 40000)), {"in_place": 0}),
+        ("many_long_rows_padded", spec((300, 40000), Padded(8)), {}),
+        ("many_long_rows_odd", spec((300, 40001)), {}),
     ]
+    return (
+        axis_cases(keeps_axis=True)
+        + [
+            CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
+            for dtype in DTYPES
+            for name, values in extremes
+        ]
+        + [
+            CorrectnessCase(named(name, dtype), (input_spec,), dtype, {"dim": -1}, **fields)
+            for dtype in DTYPES
+            for name, input_spec, fields in many_long_rows
+        ]
+    )
 
 
 def api_error_cases():
