@@ -52,11 +52,18 @@ __device__ inline MaxSum shuffle_xor(MaxSum value, int lane_mask, int width) {
   return MaxSum{shuffle_xor(value.max, lane_mask, width), shuffle_xor(value.sum, lane_mask, width)};
 }
 
+// e^x for softmax, whose arguments are x - max <= 0: the hardware's base-2
+// exponential (__expf, two instructions instead of expf's range reduction). Its
+// relative error, a few ulp times |x|, and its flushing of results below 2^-126
+// to 0 stay inside every dtype's tolerance; with expf the long-row kernels were
+// bound by instruction issue (bf16 512x131072 on the H200: 120 us, 101 with it).
+__device__ inline float softmax_exp(float x) { return __expf(x); }
+
 // exp(x - max), except that a -inf entry weighs 0 even when max is -inf too:
 // without that, the empty state (-inf, 0) or a run of -inf entries would turn
 // the sum into NaN (-inf - -inf) before a finite maximum arrives.
 __device__ inline float softmax_weight(float x, float max) {
-  return x == -INFINITY ? 0.0f : expf(x - max);
+  return x == -INFINITY ? 0.0f : softmax_exp(x - max);
 }
 
 struct AddOp {
@@ -88,9 +95,9 @@ __device__ inline MaxSum absorb(MaxSum state, const float (&x)[kCount]) {
   for (int k = 0; k < kCount; ++k) max = fmaxf(max, x[k]);
   if (max == -INFINITY) return state;
   float sum = state.sum;
-  if (max != state.max) sum *= expf(state.max - max);
+  if (max != state.max) sum *= softmax_exp(state.max - max);
 #pragma unroll
-  for (int k = 0; k < kCount; ++k) sum += expf(x[k] - max);
+  for (int k = 0; k < kCount; ++k) sum += softmax_exp(x[k] - max);
   return MaxSum{max, sum};
 }
 

@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       if (active && first + j * step < length) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          x[j][k] = expf(x[j][k] - max);
+          x[j][k] = softmax_exp(x[j][k] - max);
           sum += x[j][k];
         }
       }
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const auto normalize = [&](int64_t i, const float(&x)[kVec]) {
       float y[kVec];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) y[k] = expf(x[k] - stats.max) * scale;
+      for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(x[k] - stats.max) * scale;
       store_floats<kVec>(out + start.out + i * plan.out_axis_stride, y);
     };
     for_each_vector<kVec, kUnroll>(in + start.in, plan.in_axis_stride, begin, end, team.member(),
@@ -238,12 +238,12 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     for (int j = 0; j < kRegisterVectors; ++j) {
       if (begin + first + j * step < tail_begin) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) sum += expf(x[j][k] - shift);
+        for (int k = 0; k < kVec; ++k) sum += softmax_exp(x[j][k] - shift);
       }
     }
     const auto add_weights = [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) sum += expf(v[k] - shift);
+      for (int k = 0; k < kVec; ++k) sum += softmax_exp(v[k] - shift);
     };
     for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
                                    add_weights);
@@ -262,14 +262,14 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
       const int64_t i = begin + first + j * step;
       if (i < tail_begin) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) x[j][k] = expf(x[j][k] - stats.max) * scale;
+        for (int k = 0; k < kVec; ++k) x[j][k] = softmax_exp(x[j][k] - stats.max) * scale;
         store_floats<kVec>(out + start.out + i, x[j]);
       }
     }
     const auto normalize = [&](int64_t i, const float(&v)[kVec]) {
       float y[kVec];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) y[k] = expf(v[k] - stats.max) * scale;
+      for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(v[k] - stats.max) * scale;
       store_floats<kVec>(out + start.out + tail_begin + i, y);
     };
     for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
