@@ -6,8 +6,8 @@
 - liger: Liger-Kernel's Triton softmax (``liger_kernel.ops.softmax``), which
   only does softmax over the last dim of contiguous rows up to 65536 long on a
   CUDA GPU; every other op or case is "n/a". Liger-Kernel is a pure-Python
-  wheel on Triton, so it is not in the Bazel lock file (the CPU build hosts
-  have no Triton GPU): it is carried to, or pip-installed on, GPU hosts.
+  wheel on Triton, pinned with its hash in tools/bench/gpu_peers_lock.txt, the
+  lock of GPU-host-only peers (the CPU build hosts have no Triton GPU).
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def check(names: Sequence[str]) -> str | None:
         try:
             _liger_softmax()
         except ImportError as error:
-            return (f"--peers=liger needs the liger_kernel package (pip install liger-kernel; it runs "
-                    f"on Triton GPUs), which is not importable here: {error}")
+            return (f"--peers=liger needs the liger_kernel package (pip install --no-deps --require-hashes "
+                    f"-r tools/bench/gpu_peers_lock.txt; it runs on Triton GPUs), which is not importable "
+                    f"here: {error}")
     return None
 
 
