@@ -1,10 +1,18 @@
 """Writes the bench's results as a Markdown page with one PNG plot per operator:
-GB/s against bytes moved, a line per backend and peer."""
+GB/s against bytes moved, a line per backend and peer.
+
+    python3 tools/bench/report.py bench.json docs/performance/performance
+
+redraws the plots of a run saved with --json_out (as docs/performance.md's are).
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections import defaultdict
+from types import SimpleNamespace
 
 import matplotlib
 
@@ -71,3 +79,28 @@ def write_report(path: str, header: str, tables, notes: list[str], results, peer
         lines += [f"![{op}]({image})", ""]
     with open(path, "w") as f:
         f.write("\n".join(lines))
+
+
+def plot_saved_run(json_path: str, prefix: str) -> list[str]:
+    """Redraws the plots of a run saved with --json_out as <prefix>_<op>.png; returns their paths."""
+    with open(json_path) as f:
+        run = json.load(f)
+
+    def timing(fields):
+        return SimpleNamespace(**fields) if fields is not None else None
+
+    by_op = defaultdict(list)
+    for fields in run["results"]:
+        peers = {name: timing(value) for name, value in fields["peers"].items()}
+        by_op[fields["op"]].append(SimpleNamespace(**{**fields, "peers": peers}))
+    paths = []
+    for op, rows in by_op.items():
+        paths.append(f"{prefix}_{op}.png")
+        _plot(op, rows, run["peers"], run["copy_gbps"], paths[-1])
+    return paths
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: report.py BENCH.json PREFIX  (writes PREFIX_<op>.png per operator)")
+    print("\n".join(plot_saved_run(sys.argv[1], sys.argv[2])))
