@@ -32,7 +32,10 @@ namespace oprt {
 namespace gpu {
 
 constexpr int kElementwiseThreads = 128;
-constexpr int kElementwiseUnroll = 4;
+// Vectors each thread loads before it stores any. 2 rather than 4 (or 8): more,
+// smaller blocks, which on the H200 took relu at 2^28 elements from 0.98x to
+// 1.01x torch and a bf16 row broadcast (8192x8192 + 1x8192) from 98 to 82 us.
+constexpr int kElementwiseUnroll = 2;
 constexpr int kMaxVectorBytes = 16;
 
 template <class T, int kWidth>
