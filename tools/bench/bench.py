@@ -13,7 +13,12 @@ with ours: its latency, GB/s and the ratio `x <peer>` (peer time / our time:
 
 A second table gives the host overhead of each call, in µs per call, on a tiny
 tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
-...)` (describe, validate, create, execute each call) and each peer's call.
+...)` (describe, validate, create, execute each call) and each peer's call; on
+a GPU its title also gives the driver's own launch of an empty kernel
+(host_cost.py), the floor under any per-call launch.
+
+tools/bench/compare.py sets runs of two builds side by side (--json_out files);
+tools/bench/report.py BENCH.json PREFIX redraws a saved run's plots.
 """
 
 from __future__ import annotations
