@@ -61,10 +61,10 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("nan_and_inf", Values(specials=(NAN, INF, -INF), spacing=11)),
         ("all_equal_rows", Values("constant", 3.0)),
     ]
-    # More long rows than the GPU holds at once, so each thread-block cluster of
-    # the nvidia long-row path takes several rows in turn (and loads the next
-    # row while it writes the current one): aligned, in place, padded, and of
-    # odd length (no 16-byte vectors).
+    # More long rows than the GPU holds at once, so the thread-block clusters of
+    # the nvidia long-row path (a cluster per row) run in several waves: aligned,
+    # in place, padded, and of odd length (no 16-byte vectors, so the chunk's
+    # tail is staged through registers rather than cp.async).
     many_long_rows = [
         ("many_long_rows", spec((300, 40000)), {}),
         ("many_long_rows_in_place", spec((300, 40000)), {"in_place": 0}),
