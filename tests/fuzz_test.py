@@ -279,7 +279,9 @@ class Problem:
     def views(self) -> tuple[TensorView, list[TensorView]]:
         return self.out.view(), [buffer.view() for buffer in self.inputs]
 
-    def create(self, out, inputs, params=None, desc_pointer=True) -> tuple[int, ctypes.c_void_p]:
+    def create(
+        self, out, inputs, params=None, desc_pointer=True, backend=BACKEND_CPU
+    ) -> tuple[int, ctypes.c_void_p]:
         desc = ctypes.c_void_p()
         out_pointer = ctypes.pointer(out) if out is not None else None
         input_array = None
@@ -288,7 +290,7 @@ class Problem:
                 *[ctypes.pointer(view) if view is not None else None for view in inputs]
             )
         status = self.entry.create(
-            ctypes.byref(desc) if desc_pointer else None, out_pointer, input_array,
+            ctypes.byref(desc) if desc_pointer else None, backend, out_pointer, input_array,
             self.param_values if params is None else params,
         )
         return status, desc
@@ -528,7 +530,8 @@ def other_descriptor(name: str) -> ctypes.c_void_p:
     out_view = make_view(result.data_ptr(), torch.float32, out_shape, (1,) * len(out_shape))
     inputs = (ViewPointer * entry.num_inputs)(*[ctypes.pointer(in_view)] * entry.num_inputs)
     desc = ctypes.c_void_p()
-    assert entry.create(ctypes.byref(desc), ctypes.pointer(out_view), inputs, None) == SUCCESS, last_message()
+    status = entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None)
+    assert status == SUCCESS, last_message()
     return desc
 
 
@@ -537,16 +540,14 @@ def invalid_backends(draw, problem: Problem) -> None:
     bad = draw(st.one_of(st.integers(4, 2**31 - 1), st.integers(-(2**31), -1)))
     expect_status(op, LIB.oprt_set_backend(bad), INVALID_ARG, f"set_backend: unknown backend {bad}",
                   f"set_backend({bad})")
+    out, inputs = problem.views()
+    status, _ = problem.create(out, inputs, backend=bad)
+    expect_status(op, status, INVALID_ARG, f"{op}: unknown backend {bad}", f"{op}: create on backend {bad}")
     gpu = draw(st.sampled_from([BACKEND_NVIDIA, BACKEND_METAX]))
     if LIB.oprt_backend_available(gpu):
         return
-    assert LIB.oprt_set_backend(gpu) == SUCCESS
-    try:
-        out, inputs = problem.views()
-        status, desc = problem.create(out, inputs)
-        expect_status(op, status, NOT_SUPPORTED, f"{op}: .*(nvidia|metax)", f"{op}: create on backend {gpu}")
-    finally:
-        assert LIB.oprt_set_backend(BACKEND_CPU) == SUCCESS
+    status, _ = problem.create(out, inputs, backend=gpu)
+    expect_status(op, status, NOT_SUPPORTED, f"{op}: .*(nvidia|metax)", f"{op}: create on backend {gpu}")
 
 
 # -------------------------------------------------------- the Python checks

@@ -1,6 +1,8 @@
 """Lifecycle leak test: create / workspace size / execute / destroy cycles of every
 operator through the C ABI, after which host memory (and device memory, on a GPU
-backend) must be where it was.
+backend) must be where it was; then 100,000 calls of ort.<op> over changing shapes,
+which churn the descriptor cache: it must stay within its capacity, hold no more
+memory at the end than after warm-up, and be empty once cleared.
 
     python tests/lifecycle_test.py --backend=cpu [--cycles=100000]
 
@@ -61,6 +63,7 @@ class Problem:
 
     def __init__(self, name: str, backend: str):
         self.op = LIB.oprt_find_operator(name.encode()).contents
+        self.backend = BACKEND_CODES[backend]
         device = "cpu" if backend == "cpu" else "cuda"
         out_shape = SHAPE[:-1] if self.op.kind == KIND_REDUCTION else SHAPE
         self.tensors = [torch.ones(out_shape, device=device)]
@@ -83,7 +86,7 @@ class Problem:
 
     def cycle(self) -> None:
         desc = ctypes.c_void_p()
-        self.check(self.op.create(ctypes.byref(desc), ctypes.pointer(self.views[0]),
+        self.check(self.op.create(ctypes.byref(desc), self.backend, ctypes.pointer(self.views[0]),
                                   self.input_views, None), "create")
         size = ctypes.c_size_t()
         self.check(self.op.get_workspace_size(desc, ctypes.byref(size)), "get_workspace_size")
@@ -118,6 +121,65 @@ def run(name: str, backend: str, cycles: int) -> bool:
     print(f"{name:<11} {backend:<7} {cycles} cycles in {seconds:6.2f} s "
           f"({1e6 * seconds / cycles:5.1f} us each); host memory {host_growth / 1024:+.0f} KiB, "
           f"device memory {device_growth / 1024:+.0f} KiB{'' if ok else '  FAILED'}")
+    return ok
+
+
+# Distinct row lengths the cache test cycles through: more than the cache holds.
+CACHE_SHAPES = 600
+CACHE_CAPACITY = 256
+
+
+def cache_run(backend: str, calls: int) -> bool:
+    """calls of every ort.<op> and ort.<op>_ (in turn) over CACHE_SHAPES layouts."""
+    import operator_runtime as ort
+
+    device = "cpu" if backend == "cpu" else "cuda"
+    ort.set_descriptor_cache_capacity(CACHE_CAPACITY)
+    ort.clear_descriptor_cache()
+    inputs = [torch.ones(4, 1 + n, device=device) for n in range(CACHE_SHAPES)]
+    outs = [torch.empty_like(x) for x in inputs]
+
+    def call(i: int) -> None:
+        x, out = inputs[i % CACHE_SHAPES], outs[i % CACHE_SHAPES]
+        kind = i % 5
+        if kind == 0:
+            ort.softmax(x, backend=backend)
+        elif kind == 1:
+            ort.relu_(out, x, 0.1, backend=backend)
+        elif kind == 2:
+            ort.vector_add_(out, x, x, backend=backend)
+        elif kind == 3:
+            ort.reduce_sum(x, dim=-1, backend=backend)
+        else:
+            ort.copy_(out, x, backend=backend)
+
+    for i in range(2 * CACHE_SHAPES * 5):
+        call(i)
+    if backend != "cpu":
+        torch.cuda.synchronize()
+    host_before, device_before = resident_bytes(), device_used_bytes(backend)
+    largest = 0
+    start = time.perf_counter()
+    for i in range(calls):
+        call(i)
+        if i % 997 == 0:
+            largest = max(largest, ort.descriptor_cache_info()["size"])
+    if backend != "cpu":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    host_growth = resident_bytes() - host_before
+    device_growth = device_used_bytes(backend) - device_before
+    info = ort.descriptor_cache_info()
+    ort.clear_descriptor_cache()
+    emptied = ort.descriptor_cache_info()["size"] == 0
+    bounded = max(largest, info["size"]) <= CACHE_CAPACITY
+    host_ok = LEAK_CHECK is not None or host_growth <= MAX_HOST_GROWTH
+    ok = bounded and emptied and host_ok and device_growth <= MAX_DEVICE_GROWTH
+    print(f"cache       {backend:<7} {calls} calls over {CACHE_SHAPES * 5} layouts in {seconds:6.2f} s; "
+          f"size at most {max(largest, info['size'])} of {CACHE_CAPACITY}, {info['misses']} misses, "
+          f"{'emptied' if emptied else 'NOT emptied'} by clear; host memory "
+          f"{host_growth / 1024:+.0f} KiB, device memory {device_growth / 1024:+.0f} KiB"
+          f"{'' if ok else '  FAILED'}")
     return ok
 
 
@@ -164,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     LIB.oprt_set_backend(code)
     results = [run(name, args.backend, args.cycles) for name in operator_names(LIB)]
+    results.append(cache_run(args.backend, args.cycles))
     results.append(leak_sanitizer_check())
     print("lifecycle:", "passed" if all(results) else "FAILED")
     return 0 if all(results) else 1

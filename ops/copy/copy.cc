@@ -17,7 +17,8 @@ oprt_status_t oprt_create_copy_descriptor(oprt_copy_descriptor_t* desc,
                                           const oprt_tensor_view_t* dst,
                                           const oprt_tensor_view_t* src) {
   const oprt_tensor_view_t* inputs[] = {src};
-  return oprt::create_elementwise(kCopy, desc, dst, inputs, oprt::CopyFunctor{});
+  return oprt::create_elementwise(kCopy, oprt::thread_backend(), desc,
+                                  dst, inputs, oprt::CopyFunctor{});
 }
 
 oprt_status_t oprt_get_copy_workspace_size(oprt_copy_descriptor_t desc, size_t* bytes) {

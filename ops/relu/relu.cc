@@ -26,7 +26,8 @@ oprt_status_t oprt_create_relu_descriptor(oprt_relu_descriptor_t* desc,
                                           const oprt_tensor_view_t* out,
                                           const oprt_tensor_view_t* in, float negative_slope) {
   const oprt_tensor_view_t* inputs[] = {in};
-  return oprt::create_elementwise(kRelu, desc, out, inputs, oprt::ReluFunctor{negative_slope});
+  return oprt::create_elementwise(kRelu, oprt::thread_backend(), desc,
+                                  out, inputs, oprt::ReluFunctor{negative_slope});
 }
 
 oprt_status_t oprt_get_relu_workspace_size(oprt_relu_descriptor_t desc, size_t* bytes) {

@@ -15,7 +15,7 @@ OPRT_REGISTER_OPERATOR(softmax, kSoftmaxEntry);
 oprt_status_t oprt_create_softmax_descriptor(oprt_softmax_descriptor_t* desc,
                                                 const oprt_tensor_view_t* out,
                                                 const oprt_tensor_view_t* in, int32_t axis) {
-  return oprt::create_reduction(kSoftmax, desc, out, in, axis);
+  return oprt::create_reduction(kSoftmax, oprt::thread_backend(), desc, out, in, axis);
 }
 
 oprt_status_t oprt_get_softmax_workspace_size(oprt_softmax_descriptor_t desc,

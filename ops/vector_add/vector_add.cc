@@ -20,7 +20,8 @@ oprt_status_t oprt_create_vector_add_descriptor(oprt_vector_add_descriptor_t* de
                                                 const oprt_tensor_view_t* a,
                                                 const oprt_tensor_view_t* b) {
   const oprt_tensor_view_t* inputs[] = {a, b};
-  return oprt::create_elementwise(kVectorAdd, desc, out, inputs, oprt::VectorAddFunctor{});
+  return oprt::create_elementwise(kVectorAdd, oprt::thread_backend(), desc,
+                                  out, inputs, oprt::VectorAddFunctor{});
 }
 
 oprt_status_t oprt_get_vector_add_workspace_size(oprt_vector_add_descriptor_t desc,

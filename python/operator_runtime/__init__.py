@@ -7,7 +7,9 @@
         p.run(); p.run(x2)
 
 Every operator of the C runtime gets the same trio (copy, vector_add, relu,
-reduce_sum, softmax, ...); see ``operators()``.
+reduce_sum, softmax, ...); see ``operators()``. ``op`` and ``op_`` are also
+``torch.ops.oprt.op`` and ``torch.ops.oprt.op_out`` (see ``library``), and
+share a bounded cache of descriptors (``descriptor_cache_info()``).
 """
 
 from operator_runtime import ops as _ops
@@ -18,6 +20,7 @@ from operator_runtime.backends import (
     set_default_backend,
 )
 from operator_runtime.errors import (
+    AutogradError,
     InsufficientWorkspaceError,
     InvalidArgumentError,
     NotSupportedError,
@@ -28,6 +31,11 @@ from operator_runtime.errors import (
 )
 from operator_runtime.ops import *  # noqa: F401,F403  (the generated operator functions)
 from operator_runtime import tilelang  # registers backend="tilelang"; imports no TileLang
+from operator_runtime.cache import (
+    clear_descriptor_cache,
+    descriptor_cache_info,
+    set_descriptor_cache_capacity,
+)
 
 __all__ = [
     *_ops.__all__,
@@ -36,6 +44,10 @@ __all__ = [
     "register_python_backend",
     "set_default_backend",
     "tilelang",
+    "descriptor_cache_info",
+    "clear_descriptor_cache",
+    "set_descriptor_cache_capacity",
+    "AutogradError",
     "InsufficientWorkspaceError",
     "InvalidArgumentError",
     "NotSupportedError",

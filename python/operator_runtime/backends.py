@@ -53,6 +53,9 @@ class PythonBackend(Protocol):
 
 
 _python_backends: dict[str, PythonBackend] = {}
+# resolve_for's answers by (backend asked for, device type); emptied whenever
+# the default or the set of Python backends changes.
+_resolved: dict[tuple[str | None, str], str] = {}
 _default_backend: str | None = None
 
 
@@ -61,10 +64,12 @@ def register_python_backend(name: str, backend: PythonBackend) -> None:
     if name in NATIVE_BACKEND_CODES or name not in BACKEND_NAMES:
         raise InvalidArgumentError(f"{name!r} is not a Python backend name")
     _python_backends[name] = backend
+    _resolved.clear()
 
 
 def unregister_python_backend(name: str) -> None:
     _python_backends.pop(name, None)
+    _resolved.clear()
 
 
 def python_backend(name: str) -> PythonBackend | None:
@@ -83,8 +88,9 @@ def available_backends() -> list[str]:
     return [name for name in BACKEND_NAMES if is_available(name)]
 
 
-def _check_name(name: str) -> str:
-    if name not in BACKEND_NAMES:
+def check_name(name: str) -> str:
+    """name itself if it names a backend, else InvalidArgumentError."""
+    if not isinstance(name, str) or name not in BACKEND_NAMES:
         raise InvalidArgumentError(
             f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}"
         )
@@ -95,7 +101,8 @@ def set_default_backend(name: str | None) -> None:
     """Makes name the backend of calls that name none; None restores choosing
     by the tensors' device."""
     global _default_backend
-    _default_backend = None if name is None else _check_name(name)
+    _default_backend = None if name is None else check_name(name)
+    _resolved.clear()
 
 
 def get_default_backend() -> str | None:
@@ -114,7 +121,7 @@ def _backend_for_device(device: torch.device) -> str:
 def resolve(op: str, backend: str | None, device: torch.device) -> str:
     """The backend to run op on tensors of device, checked to be usable."""
     name = backend or _default_backend or _backend_for_device(device)
-    _check_name(name)
+    check_name(name)
     if not is_available(name):
         if name == "tilelang" and name not in _python_backends:
             raise NotSupportedError("tilelang backend is not available in this build")
@@ -133,3 +140,14 @@ def resolve(op: str, backend: str | None, device: torch.device) -> str:
         raise InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
     return name
 
+
+
+def resolve_for(op: str, backend: str | None, device_type: str) -> str:
+    """resolve() for the call path: the same answer, remembered per
+    (backend, device type) once it succeeded."""
+    key = (backend, device_type)
+    name = _resolved.get(key)
+    if name is None:
+        name = resolve(op, backend, torch.device(device_type))
+        _resolved[key] = name
+    return name

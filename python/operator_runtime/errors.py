@@ -55,6 +55,12 @@ class NotSupportedError(OperatorRuntimeError):
     default_status = Status.NOT_SUPPORTED
 
 
+class AutogradError(NotSupportedError, RuntimeError):
+    """A tensor that requires grad was passed while oprt has no backward for the
+    operator, or out is a leaf that requires grad (torch refuses in-place writes
+    into those too). A RuntimeError, as torch's own autograd errors are."""
+
+
 class RuntimeFailure(OperatorRuntimeError):
     """The backend failed while running (e.g. a kernel launch error)."""
 

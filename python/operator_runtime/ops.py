@@ -7,110 +7,34 @@ For every operator ``op`` this module defines three functions:
 - ``prepare_op(out, *inputs, **params, backend=None)`` returns a ``Prepared``
   whose descriptor and workspace are reused by every ``run()``.
 
-Adding an operator to the C runtime adds its functions here with no edit.
+``op`` and ``op_`` call the torch.library ops ``torch.ops.oprt.op`` and
+``torch.ops.oprt.op_out`` (library.py), so torch.compile, torch.export,
+FakeTensor and autograd's checks see them like any torch op. Adding an
+operator to the C runtime adds its functions here with no edit.
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 import textwrap
-import operator as _operator
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 import torch
 
-from operator_runtime import _C, backends
+from operator_runtime import _C, backends, library
 from operator_runtime._internal import tensors
 from operator_runtime.errors import InvalidArgumentError, from_c_error
-
-# The parameter that names the axis of reductions and normalizations.
-AXIS_PARAM = "dim"
-
-
-class Kind(enum.IntEnum):
-    """How an operator's output shape follows from its inputs."""
-
-    ELEMENTWISE = _C.OPRT_KIND_ELEMENTWISE
-    REDUCTION = _C.OPRT_KIND_REDUCTION
-    NORMALIZATION = _C.OPRT_KIND_NORMALIZATION
-
-
-@dataclass(frozen=True)
-class OperatorInfo:
-    """One entry of the C runtime's operator table."""
-
-    name: str
-    kind: Kind
-    input_names: tuple[str, ...]
-    param_names: tuple[str, ...]
-    param_defaults: tuple[float, ...]
-
-    def default(self, param: str) -> float | int:
-        value = self.param_defaults[self.param_names.index(param)]
-        return int(value) if param == AXIS_PARAM else value
-
-
-def operators() -> list[OperatorInfo]:
-    """The operators built into the C runtime."""
-    return [
-        OperatorInfo(name, Kind(kind), tuple(inputs), tuple(params), tuple(defaults))
-        for name, kind, inputs, params, defaults in _C.operators()
-    ]
-
-
-def _shape_text(shape: Sequence[int]) -> str:
-    return "[" + ", ".join(str(extent) for extent in shape) + "]"
-
-
-def axis_value(op: str, dim: Any) -> int:
-    """dim as a Python int, or InvalidArgumentError for bools and non-integers."""
-    if isinstance(dim, bool):
-        raise InvalidArgumentError(f"{op}: {AXIS_PARAM} must be an integer, got a bool")
-    try:
-        return _operator.index(dim)
-    except TypeError:
-        raise InvalidArgumentError(
-            f"{op}: {AXIS_PARAM} must be an integer, got {type(dim).__name__}"
-        ) from None
-
-
-def normalize_axis(op: str, dim: Any, ndim: int) -> int:
-    """dim as a non-negative axis of an ndim tensor (a 0-d tensor has none)."""
-    dim = axis_value(op, dim)
-    if not -ndim <= dim < ndim:
-        raise InvalidArgumentError(f"{op}: axis {dim} out of range for ndim {ndim}")
-    return dim % ndim
-
-
-def _broadcast_shape(op: str, shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
-    """numpy's broadcast of shapes (torch.broadcast_shapes costs ~15 us a call)."""
-    result = [1] * max(len(shape) for shape in shapes)
-    for shape in shapes:
-        for axis, extent in enumerate(shape, len(result) - len(shape)):
-            if extent != result[axis] and extent != 1:
-                if result[axis] != 1:
-                    shapes_text = " and ".join(_shape_text(shape) for shape in shapes)
-                    raise InvalidArgumentError(f"{op}: shapes {shapes_text} are not broadcastable")
-                result[axis] = extent
-    return tuple(result)
-
-
-def output_shape(
-    info: OperatorInfo,
-    input_shapes: Sequence[Sequence[int]],
-    params: dict[str, Any],
-    keepdim: bool = False,
-) -> tuple[int, ...]:
-    """The shape of op's output for inputs of input_shapes."""
-    if info.kind == Kind.ELEMENTWISE:
-        return _broadcast_shape(info.name, input_shapes)
-    shape = tuple(input_shapes[0])
-    if info.kind == Kind.NORMALIZATION:
-        return shape
-    axis = normalize_axis(info.name, params[AXIS_PARAM], len(shape))
-    return shape[:axis] + ((1,) if keepdim else ()) + shape[axis + 1 :]
+from operator_runtime.operator_table import (
+    AXIS_PARAM,
+    OPERATORS,
+    Kind,
+    OperatorInfo,
+    axis_value,
+    normalize_axis,
+    operators,
+    output_shape,
+    shape_text,
+)
 
 
 def _param_values(info: OperatorInfo, params: dict[str, Any]) -> list[float]:
@@ -142,7 +66,7 @@ class _Layout(NamedTuple):
     def describe(self) -> str:
         dtype = str(self.dtype).removeprefix("torch.")
         return (
-            f"shape {_shape_text(self.shape)}, strides {_shape_text(self.strides)}, "
+            f"shape {shape_text(self.shape)}, strides {shape_text(self.strides)}, "
             f"{dtype} on {self.device}"
         )
 
@@ -280,6 +204,7 @@ class Prepared:
         first rebinds to new inputs and/or out of the same layouts."""
         if inputs or out is not None:
             self._rebind(inputs, out)
+        library.check_autograd(self.op, self._out, self._inputs, self._info.input_names)
         stream = self._stream()
         workspace_ptr = self._workspace_ptrs.get(stream, 0) if self.workspace_size else 0
         if self.workspace_size and not workspace_ptr:
@@ -290,6 +215,7 @@ class Prepared:
             )
         except _C.Error as error:
             raise from_c_error(error) from None
+        torch.autograd.graph.increment_version(self._out)
         return self._out
 
     @property
@@ -330,47 +256,9 @@ def _on_device(device: torch.device, execute):
     return execute_on_device
 
 
-def _input_tensors(info: OperatorInfo, arguments: dict[str, Any]) -> tuple[torch.Tensor, ...]:
-    return tuple(tensors.as_tensor(info.name, name, arguments[name]) for name in info.input_names)
-
-
-def _param_arguments(info: OperatorInfo, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {name: arguments[name] for name in info.param_names}
-
-
-def _out_of_place(info: OperatorInfo, arguments: dict[str, Any]) -> torch.Tensor:
-    inputs = _input_tensors(info, arguments)
-    params = _param_arguments(info, arguments)
-    shape = output_shape(
-        info, [tensor.shape for tensor in inputs], params, arguments.get("keepdim", False)
-    )
-    device = tensors.common_device(info.name, list(zip(info.input_names, inputs)))
-    out = torch.empty(shape, dtype=inputs[0].dtype, device=device)
-    return _out_variant(info, dict(arguments, out=out, **dict(zip(info.input_names, inputs))))
-
-
-def _out_variant(info: OperatorInfo, arguments: dict[str, Any]) -> torch.Tensor:
-    prepared = Prepared(
-        info,
-        arguments["out"],
-        _input_tensors(info, arguments),
-        _param_arguments(info, arguments),
-        arguments["backend"],
-    )
-    try:
-        return prepared.run()
-    finally:
-        prepared.destroy()
-
-
-def _prepare(info: OperatorInfo, arguments: dict[str, Any]) -> Prepared:
-    return Prepared(
-        info,
-        arguments["out"],
-        _input_tensors(info, arguments),
-        _param_arguments(info, arguments),
-        arguments["backend"],
-    )
+def _prepare(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],
+             backend: str | None) -> Prepared:
+    return Prepared(info, out, inputs, params, backend)
 
 
 _KIND_SUMMARY = {
@@ -458,58 +346,90 @@ def _signature(info: OperatorInfo, leading: Sequence[str], keepdim: bool) -> ins
     return inspect.Signature(parameters)
 
 
-def _binder(function_name: str, signature: inspect.Signature):
-    """A fast equivalent of signature.bind + apply_defaults for these simple
-    signatures (inspect's costs ~10 us per call, more than a whole launch)."""
-    parameters = signature.parameters.values()
-    positional = [p.name for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD]
-    names = set(signature.parameters)
-    required = [p.name for p in parameters if p.default is p.empty]
-    defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
-
-    def bind(args: tuple, kwargs: dict) -> dict[str, Any]:
-        if len(args) > len(positional):
-            raise TypeError(
-                f"{function_name}() takes {len(positional)} positional arguments "
-                f"but {len(args)} were given"
-            )
-        arguments = dict(zip(positional, args))
-        for key, value in kwargs.items():
-            if key not in names:
-                raise TypeError(f"{function_name}() got an unexpected keyword argument {key!r}")
-            if key in arguments:
-                raise TypeError(f"{function_name}() got multiple values for argument {key!r}")
-            arguments[key] = value
-        missing = [name for name in required if name not in arguments]
-        if missing:
-            raise TypeError(f"{function_name}() missing required arguments: {', '.join(missing)}")
-        return {**defaults, **arguments}
-
-    return bind
+def _signature(info: OperatorInfo, leading: Sequence[str], keepdim: bool) -> inspect.Signature:
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [inspect.Parameter(name, positional) for name in leading]
+    parameters += [
+        inspect.Parameter(name, positional, default=info.default(name)) for name in info.param_names
+    ]
+    if keepdim:
+        parameters.append(inspect.Parameter("keepdim", positional, default=False))
+    parameters.append(inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default=None))
+    return inspect.Signature(parameters)
 
 
-def _define(info: OperatorInfo, name: str, variant: str, implementation) -> Any:
+def _param_expression(info: OperatorInfo, name: str) -> str:
+    if name == AXIS_PARAM:
+        return f"_axis({info.name!r}, {name})"
+    return f"_number({info.name!r}, {name!r}, {name})"
+
+
+def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Signature) -> str:
+    """The Python source of one generated function: argument checks that need no
+    tensor data, then one call of the torch op (or of Prepared)."""
+    op = info.name
+    header = f"def {name}{signature}:"
+    inputs = [f"_tensor({op!r}, {role!r}, {role})" for role in info.input_names]
+    params = [_param_expression(info, param) for param in info.param_names]
+    if variant == "out_of_place":
+        keepdim = [f"_keepdim({op!r}, keepdim)"] if info.kind == Kind.REDUCTION else []
+        arguments = ", ".join([*inputs, *params, *keepdim, "backend=_backend(backend)"])
+        return f"{header}\n    return _functional({arguments})\n"
+    if variant == "out":
+        arguments = ", ".join(["out", *inputs, *params, "backend=_backend(backend)"])
+        return (
+            f"{header}\n    out = _tensor({op!r}, 'out', out)\n"
+            f"    _out_variant({arguments})\n    return out\n"
+        )
+    param_dict = ", ".join(f"{param!r}: {param}" for param in info.param_names)
+    input_tuple = "".join(f"{role}, " for role in info.input_names)
+    return f"{header}\n    return _prepare(_info, out, ({input_tuple}), {{{param_dict}}}, backend)\n"
+
+
+def _keepdim(op: str, keepdim: Any) -> bool:
+    if not isinstance(keepdim, bool):
+        raise InvalidArgumentError(f"{op}: keepdim must be a bool, got {type(keepdim).__name__}")
+    return keepdim
+
+
+def _number(op: str, name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(f"{op}: {name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _backend(name: Any) -> str | None:
+    if name is not None:
+        backends.check_name(name)
+    return name
+
+
+def _define(info: OperatorInfo, name: str, variant: str) -> Any:
     keepdim = variant == "out_of_place" and info.kind == Kind.REDUCTION
     leading = list(info.input_names) if variant == "out_of_place" else ["out", *info.input_names]
     signature = _signature(info, leading, keepdim)
-    bind = _binder(name, signature)
-
-    def function(*args: Any, **kwargs: Any) -> Any:
-        return implementation(info, bind(args, kwargs))
-
-    function.__name__ = function.__qualname__ = name
+    functional, out_variant = library.TORCH_OPS[info.name]
+    scope = {
+        "_info": info,
+        "_functional": functional,
+        "_out_variant": out_variant,
+        "_prepare": _prepare,
+        "_tensor": tensors.as_tensor,
+        "_axis": axis_value,
+        "_number": _number,
+        "_keepdim": _keepdim,
+        "_backend": _backend,
+    }
+    exec(compile(_source(info, name, variant, signature), f"<operator_runtime.{name}>", "exec"), scope)
+    function = scope[name]
     function.__module__ = "operator_runtime"
     function.__doc__ = _docstring(info, variant, signature)
-    function.__signature__ = signature
     return function
 
-
-_IMPLEMENTATIONS = {"out_of_place": _out_of_place, "out": _out_variant, "prepare": _prepare}
-OPERATORS: dict[str, OperatorInfo] = {info.name: info for info in operators()}
 
 __all__ = ["Kind", "OperatorInfo", "Prepared", "operators", "output_shape", "OPERATORS"]
 for _info in OPERATORS.values():
     for _variant, _name in _variant_names(_info.name):
-        globals()[_name] = _define(_info, _name, _variant, _IMPLEMENTATIONS[_variant])
+        globals()[_name] = _define(_info, _name, _variant)
         __all__.append(_name)
 del _info, _name, _variant

@@ -44,8 +44,8 @@ class Operator(ctypes.Structure):
         ("param_names", ctypes.POINTER(ctypes.c_char_p)),
         ("param_defaults", ctypes.POINTER(ctypes.c_double)),
         ("create", ctypes.CFUNCTYPE(
-            Status, ctypes.POINTER(ctypes.c_void_p), ViewPointer, ctypes.POINTER(ViewPointer),
-            ctypes.POINTER(ctypes.c_double))),
+            Status, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ViewPointer,
+            ctypes.POINTER(ViewPointer), ctypes.POINTER(ctypes.c_double))),
         ("get_workspace_size", ctypes.CFUNCTYPE(
             Status, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t))),
         ("execute", ctypes.CFUNCTYPE(

@@ -125,8 +125,13 @@ bool is_valid_dtype(oprt_dtype_t dtype) {
   return dtype == OPRT_DTYPE_F16 || dtype == OPRT_DTYPE_F32 || dtype == OPRT_DTYPE_BF16;
 }
 
-oprt_status_t resolve_backend(const char* op, oprt_backend_t* backend) {
-  const oprt_backend_t wanted = t_backend;
+oprt_backend_t thread_backend() { return t_backend; }
+
+oprt_status_t resolve_backend(const char* op, oprt_backend_t requested, oprt_backend_t* backend) {
+  const oprt_backend_t wanted = requested;
+  if (!is_valid_backend(wanted)) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: unknown backend %d", op, static_cast<int>(wanted));
+  }
   if (wanted == OPRT_BACKEND_AUTO) {
     for (oprt_backend_t gpu : {OPRT_BACKEND_NVIDIA, OPRT_BACKEND_METAX}) {
       if (backend_has_device(gpu)) {

@@ -20,10 +20,13 @@ oprt_status_t succeed();
 const char* dtype_name(oprt_dtype_t dtype);
 bool is_valid_dtype(oprt_dtype_t dtype);
 
-// The backend a new descriptor uses: the thread's setting with AUTO resolved.
-// Fails with NOT_SUPPORTED when the asked-for backend is not built in or has no
-// device.
-oprt_status_t resolve_backend(const char* op, oprt_backend_t* backend);
+// The backend a new descriptor uses: `requested` with AUTO resolved. Fails with
+// INVALID_ARG for an unknown code and NOT_SUPPORTED when the asked-for backend
+// is not built in or has no device.
+oprt_status_t resolve_backend(const char* op, oprt_backend_t requested, oprt_backend_t* backend);
+
+// The thread's oprt_set_backend choice, which the typed create functions pass.
+oprt_backend_t thread_backend();
 
 // Backends register themselves from static initialisers (their libraries are
 // alwayslink), so the core never names a backend's code.

@@ -181,7 +181,7 @@ oprt_status_t make_elementwise_plan(const ElementwiseOp& op, const oprt_tensor_v
   return OPRT_SUCCESS;
 }
 
-oprt_status_t create_elementwise(const ElementwiseOp& op, void** desc,
+oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t requested, void** desc,
                                  const oprt_tensor_view_t* out,
                                  const oprt_tensor_view_t* const* inputs, const void* params,
                                  size_t params_size) {
@@ -190,7 +190,7 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, void** desc,
   ElementwisePlan plan;
   OPRT_RETURN_IF_ERROR(make_elementwise_plan(op, out, inputs, &plan));
   oprt_backend_t backend;
-  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, &backend));
+  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
   const auto kernel = reinterpret_cast<ElementwiseKernel>(find_kernel(op.name, backend));
   if (kernel == nullptr) {
     return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,

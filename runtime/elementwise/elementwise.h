@@ -76,7 +76,7 @@ struct ElementwiseDescriptor : Descriptor {
 };
 
 // Plans, resolves the backend and its kernel, and returns a live descriptor.
-oprt_status_t create_elementwise(const ElementwiseOp& op, void** desc,
+oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend, void** desc,
                                  const oprt_tensor_view_t* out,
                                  const oprt_tensor_view_t* const* inputs, const void* params,
                                  size_t params_size);
@@ -86,7 +86,7 @@ oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc);
 // Typed front door: Handle is void for the op table and the operator's opaque
 // descriptor struct for its public create function.
 template <class Handle, class Functor>
-oprt_status_t create_elementwise(const ElementwiseOp& op, Handle** desc,
+oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend, Handle** desc,
                                  const oprt_tensor_view_t* out,
                                  const oprt_tensor_view_t* const* inputs, const Functor& functor) {
   static_assert(std::is_trivially_copyable<Functor>::value, "functors travel by value");
@@ -94,7 +94,8 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, Handle** desc,
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   void* created = nullptr;
-  OPRT_RETURN_IF_ERROR(create_elementwise(op, &created, out, inputs, &functor, sizeof(Functor)));
+  OPRT_RETURN_IF_ERROR(
+      create_elementwise(op, backend, &created, out, inputs, &functor, sizeof(Functor)));
   if constexpr (not_implemented<Functor>::value) {
     // A scaffolded operator whose functor is not written yet: every valid call
     // stops here, whatever the backend, after the views' own errors.
@@ -115,12 +116,12 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* wor
 // of op.param_names; the defaults when the caller passes NULL).
 template <const ElementwiseOp& kOp, class Functor, Functor (*kMake)(const double*) = nullptr>
 struct ElementwiseEntry {
-  static oprt_status_t create(void** desc, const oprt_tensor_view_t* out,
+  static oprt_status_t create(void** desc, oprt_backend_t backend, const oprt_tensor_view_t* out,
                               const oprt_tensor_view_t* const* inputs, const double* params) {
     if constexpr (kMake == nullptr) {
-      return create_elementwise(kOp, desc, out, inputs, Functor{});
+      return create_elementwise(kOp, backend, desc, out, inputs, Functor{});
     } else {
-      return create_elementwise(kOp, desc, out, inputs,
+      return create_elementwise(kOp, backend, desc, out, inputs,
                                 kMake(params != nullptr ? params : kOp.param_defaults));
     }
   }

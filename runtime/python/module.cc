@@ -1,7 +1,8 @@
 // operator_runtime._C: a thin pybind11 binding over the C ABI's generic
 // operator table. It knows no operator by name, so adding an operator needs no
-// change here. Tensors arrive as view tuples (data_ptr, dtype, shape, strides)
-// built by the Python layer; failures raise _C.Error(status, message).
+// change here. Descriptor (prepared runs) takes view tuples (data_ptr, dtype,
+// shape, strides) built by the Python layer; run (cached_call.cc) takes the
+// tensors themselves. Failures raise _C.Error(status, message).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <operator_runtime/api.h>
+
+#include "runtime/python/cached_call.h"
 
 namespace py = pybind11;
 
@@ -65,21 +68,6 @@ oprt_tensor_view_t parse_view(const char* op, const char* role, py::handle view_
   return view;
 }
 
-// Restores the thread's backend choice however create exits.
-class BackendScope {
- public:
-  explicit BackendScope(oprt_backend_t backend) {
-    oprt_get_backend(&previous_);
-    status_ = oprt_set_backend(backend);
-  }
-  ~BackendScope() { oprt_set_backend(previous_); }
-  oprt_status_t status() const { return status_; }
-
- private:
-  oprt_backend_t previous_ = OPRT_BACKEND_AUTO;
-  oprt_status_t status_;
-};
-
 class Descriptor {
  public:
   Descriptor(const std::string& op_name, int backend, py::handle out, py::sequence inputs,
@@ -118,11 +106,8 @@ class Descriptor {
     {
       // Create may probe devices; other Python threads can run meanwhile.
       py::gil_scoped_release release;
-      BackendScope scope(backend_);
-      status = scope.status();
-      if (status == OPRT_SUCCESS) {
-        status = op_->create(&desc_, &out_view, input_view_ptrs.data(), param_values.data());
-      }
+      status = op_->create(&desc_, backend_, &out_view, input_view_ptrs.data(),
+                           param_values.data());
       if (status != OPRT_SUCCESS) message = oprt_last_error_message();
     }
     if (status != OPRT_SUCCESS) raise_error(status, message);
@@ -242,6 +227,8 @@ PYBIND11_MODULE(_C, m) {
   OPRT_EXPORT_CONSTANT(OPRT_KIND_NORMALIZATION);
   OPRT_EXPORT_CONSTANT(OPRT_MAX_DIMS);
 #undef OPRT_EXPORT_CONSTANT
+
+  oprt_python::add_cached_call(m, error_type);
 
   m.def("operators", &operators,
         "The built-in operators as (name, kind, input_names, param_names, param_defaults).");

@@ -214,14 +214,15 @@ oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
   return OPRT_SUCCESS;
 }
 
-oprt_status_t create_reduction(const ReductionOp& op, void** desc, const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* in, int32_t axis) {
+oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, void** desc,
+                               const oprt_tensor_view_t* out, const oprt_tensor_view_t* in,
+                               int32_t axis) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   int32_t normalized_axis = 0;
   OPRT_RETURN_IF_ERROR(check_operands(op, out, in, axis, &normalized_axis));
   oprt_backend_t backend = OPRT_BACKEND_AUTO;
-  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, &backend));
+  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
   const auto* kernels = static_cast<const ReductionKernels*>(find_kernel(op.name, backend));
   if (kernels == nullptr) {
     return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
@@ -242,14 +243,15 @@ oprt_status_t create_reduction(const ReductionOp& op, void** desc, const oprt_te
   return succeed();
 }
 
-oprt_status_t create_reduction_from_table(const ReductionOp& op, void** desc,
+oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t backend,
+                                          void** desc,
                                           const oprt_tensor_view_t* out,
                                           const oprt_tensor_view_t* const* inputs, double dim) {
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   if (!(dim == std::trunc(dim) && dim >= INT32_MIN && dim <= INT32_MAX)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: dim must be an integer, got %g", op.name, dim);
   }
-  return create_reduction(op, desc, out, inputs[0], static_cast<int32_t>(dim));
+  return create_reduction(op, backend, desc, out, inputs[0], static_cast<int32_t>(dim));
 }
 
 oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,

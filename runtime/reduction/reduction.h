@@ -103,8 +103,9 @@ struct ReductionOp {
   oprt_operator_kind_t kind;
 };
 
-oprt_status_t create_reduction(const ReductionOp& op, void** desc, const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* in, int32_t axis);
+oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, void** desc,
+                               const oprt_tensor_view_t* out, const oprt_tensor_view_t* in,
+                               int32_t axis);
 oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
                                            size_t* bytes);
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
@@ -113,18 +114,20 @@ oprt_status_t destroy_reduction(const ReductionOp& op, void* desc);
 
 // Typed front door: Handle is the operator's opaque descriptor struct.
 template <class Handle>
-oprt_status_t create_reduction(const ReductionOp& op, Handle** desc, const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* in, int32_t axis) {
+oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, Handle** desc,
+                               const oprt_tensor_view_t* out, const oprt_tensor_view_t* in,
+                               int32_t axis) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   void* created = nullptr;
-  OPRT_RETURN_IF_ERROR(create_reduction(op, &created, out, in, axis));
+  OPRT_RETURN_IF_ERROR(create_reduction(op, backend, &created, out, in, axis));
   *desc = static_cast<Handle*>(created);
   return OPRT_SUCCESS;
 }
 
 // create for the op table, whose "dim" arrives as a double: it must be integral.
-oprt_status_t create_reduction_from_table(const ReductionOp& op, void** desc,
+oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t backend,
+                                          void** desc,
                                           const oprt_tensor_view_t* out,
                                           const oprt_tensor_view_t* const* inputs, double dim);
 
@@ -132,9 +135,9 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, void** desc,
 // one parameter, "dim" (the axis; the default, -1, when params is NULL).
 template <const ReductionOp& kOp>
 struct ReductionEntry {
-  static oprt_status_t create(void** desc, const oprt_tensor_view_t* out,
+  static oprt_status_t create(void** desc, oprt_backend_t backend, const oprt_tensor_view_t* out,
                               const oprt_tensor_view_t* const* inputs, const double* params) {
-    return create_reduction_from_table(kOp, desc, out, inputs,
+    return create_reduction_from_table(kOp, backend, desc, out, inputs,
                                        (params != nullptr ? params : kParamDefaults)[0]);
   }
   static oprt_status_t get_workspace_size(void* desc, size_t* bytes) {

@@ -13,9 +13,9 @@ with ours: its latency, GB/s and the ratio `x <peer>` (peer time / our time:
 
 A second table gives the host overhead of each call, in µs per call, on a tiny
 tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
-...)` (describe, validate, create, execute each call) and each peer's call; on
-a GPU its title also gives the driver's own launch of an empty kernel
-(host_cost.py), the floor under any per-call launch.
+...)` and `ort.<op>(...)` (through torch.ops.oprt and the descriptor cache)
+and each peer's call; on a GPU its title also gives the driver's own launch of
+an empty kernel (host_cost.py), the floor under any per-call launch.
 
 tools/bench/compare.py sets runs of two builds side by side (--json_out files);
 tools/bench/report.py BENCH.json PREFIX redraws a saved run's plots.
@@ -98,6 +98,7 @@ class Overhead:
     case: str
     run_us: float
     op_call_us: float
+    op_us: float
     peers: dict[str, float | None]
     unavailable: dict[str, str]
 
@@ -258,12 +259,16 @@ def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
         run_us = host_us_per_call(prepared.run, FLAGS.overhead_calls, device)
     op_call_us = host_us_per_call(lambda: out_variant(out, *inputs, **params, backend=backend),
                                   FLAGS.overhead_calls, device)
+    out_of_place = getattr(ort, op)
+    op_us = host_us_per_call(lambda: out_of_place(*inputs, **params, backend=backend),
+                             FLAGS.overhead_calls, device)
     peer_us = {
         name: host_us_per_call(functools.partial(call, out, *inputs), FLAGS.overhead_calls, device)
         if callable(call) else None
         for name, call in bound.items()
     }
-    return Overhead(op=op, backend=backend, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, peers=peer_us,
+    return Overhead(op=op, backend=backend, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, op_us=op_us,
+                    peers=peer_us,
                     unavailable={name: call for name, call in bound.items() if not callable(call)})
 
 
@@ -292,12 +297,13 @@ def _row(r: Result) -> str:
 
 def overhead_header() -> str:
     peers = " ".join(f"{peer_lib.LABELS[name]:>10}" for name in FLAGS.peers)
-    return f"{'op':<11} {'backend':<8} {'case':<16} {'p.run()':>10} {'op_()':>10} {peers}"
+    return f"{'op':<11} {'backend':<8} {'case':<16} {'p.run()':>10} {'op_()':>10} {'op()':>10} {peers}"
 
 
 def _overhead_row(o: Overhead) -> str:
     peers = " ".join(_cell(o.peers[name], 10, 1) for name in FLAGS.peers)
-    return f"{o.op:<11} {o.backend:<8} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} {peers}"
+    return (f"{o.op:<11} {o.backend:<8} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} "
+            f"{o.op_us:>10.1f} {peers}")
 
 
 def unavailable_notes(results: list[Result], overheads: list[Overhead]) -> list[str]:

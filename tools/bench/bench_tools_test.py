@@ -56,14 +56,23 @@ class BenchToolsTest(unittest.TestCase):
         with open(paths[0], "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
-    def test_overhead_verdict_names_the_driver_floor(self) -> None:
-        overhead = SimpleNamespace(op="copy", backend="nvidia", run_us=4.6, peers={"torch": 5.6})
-        verdict = targets._overhead_target([overhead], 4.5)
-        self.assertFalse(verdict.passed)
-        self.assertEqual(verdict.detail,
-                         "worst copy 4.6 us (torch's call 5.6 us; the driver's empty-kernel launch 4.5 us)")
-        self.assertTrue(targets._overhead_target([SimpleNamespace(op="copy", backend="nvidia", run_us=1.5,
-                                                                  peers={})], None).passed)
+    def test_overhead_verdicts_per_backend(self) -> None:
+        nvidia = SimpleNamespace(op="copy", backend="nvidia", run_us=4.6, op_call_us=5.4, op_us=7.0,
+                                 peers={"torch": 5.6})
+        cpu = SimpleNamespace(op="relu", backend="cpu", run_us=1.0, op_call_us=2.5, op_us=3.0,
+                              peers={"torch": 3.0})
+        lines = [v.line() for v in targets.overhead_targets([nvidia, cpu], 4.5)]
+        self.assertEqual(lines, [
+            "PASS  cpu: ort.<op>(x) host time <= 1.2x torch's call: 1 ops; worst relu 3.0 us "
+            "against torch's 3.0 us (1.00x)",
+            "FAIL  cpu: ort.<op>_() <= p.run() + 1.0 us: 1 ops; worst relu op_() 2.5 us, p.run() 1.0 us",
+            "FAIL  nvidia: ort.<op>(x) host time <= 1.2x torch's call: 1 ops; worst copy 7.0 us "
+            "against torch's 5.6 us (1.25x)",
+            "PASS  nvidia: ort.<op>_() <= p.run() + 1.0 us: 1 ops; worst copy op_() 5.4 us, p.run() 4.6 us",
+            "PASS  nvidia: p.run() within 0.5 us of the driver's empty-kernel launch: 1 ops; worst copy "
+            "4.6 us against the launch's 4.5 us",
+        ])
+        self.assertIsNone(targets.overhead_targets([nvidia], None)[-1].passed)
 
 
 if __name__ == "__main__":

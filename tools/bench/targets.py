@@ -1,9 +1,10 @@
-"""The nvidia performance targets, declared once, and their verdict on a bench run.
+"""The performance targets, declared once, and their verdict on a bench run.
 
 Each target reads the bench's results (ours, the peers in the same run) and says
 PASS or FAIL with the figures it judged, or `n/a` when the run holds no case it
-applies to (a subset of ops, a peer not requested). Targets judge the nvidia
-backend's rows only; a run without nvidia gets one line saying so.
+applies to (a subset of ops, a peer not requested). The kernel targets judge the
+nvidia backend's rows only (a run without nvidia gets one line saying so); the
+host-cost targets judge every backend of the overhead table, cpu included.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ SOFTMAX_LONG_ROWS = (2**17, 2**20)
 SOFTMAX_LONG_ROW_F32_GBPS = 3600.0
 REDUCE_SUM_GEOMEAN_VS_TORCH = 1.2
 ELEMENTWISE_MIN_ELEMENTS = 2**20
-MAX_RUN_OVERHEAD_US = 2.0
+# Host cost per call: ort.<op>(x) against torch's call, ort.<op>_() against p.run(),
+# and p.run() against the driver's own launch of an empty kernel (GPU backends).
+OP_CALL_VS_TORCH = 1.2
+OUT_VARIANT_ABOVE_RUN_US = 1.0
+RUN_ABOVE_LAUNCH_US = 0.5
 
 
 def _shapes(result) -> list[tuple[int, ...]]:
@@ -79,10 +84,11 @@ def _geomean_target(target: str, cases, peer: str, minimum: float) -> Verdict:
 
 
 def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float | None = None) -> list[Verdict]:
+    host = overhead_targets(overheads, launch_floor_us)
     if "nvidia" not in backends:
-        return [Verdict("targets", None, f"they apply to the nvidia backend, not {', '.join(backends)}")]
+        return [Verdict("kernel targets", None,
+                        f"they apply to the nvidia backend, not {', '.join(backends)}"), *host]
     results = [r for r in results if r.backend == "nvidia"]
-    overheads = [o for o in overheads if o.backend == "nvidia"]
     by_op = {op: [r for r in results if r.op == op] for op in {r.op for r in results}}
     softmax = by_op.get("softmax", [])
     reduce_sum = by_op.get("reduce_sum", [])
@@ -107,18 +113,42 @@ def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float
         _every("copy, vector_add, relu >= 1.0x torch on every case >= 1 Mi elements",
                [r for r in elementwise if _largest_tensor_bytes(r) // ELEMENT_BYTES[r.dtype] >= ELEMENTWISE_MIN_ELEMENTS],
                lambda r: _ratio(r, "torch"), 1.0, "x"),
-        _overhead_target(overheads, launch_floor_us),
+        *host,
     ]
 
 
-def _overhead_target(overheads, launch_floor_us: float | None) -> Verdict:
-    target = "prepared run() host overhead <= 2 us per call"
-    if not overheads:
-        return Verdict(target, None, "not measured in this run (--overhead)")
-    worst = max(overheads, key=lambda o: o.run_us)
-    torch_us = worst.peers.get("torch")
-    beside = [f"torch's call {torch_us:.1f} us"] if torch_us is not None else []
-    if launch_floor_us is not None:
-        beside.append(f"the driver's empty-kernel launch {launch_floor_us:.1f} us")
-    detail = f"worst {worst.op} {worst.run_us:.1f} us" + (f" ({'; '.join(beside)})" if beside else "")
-    return Verdict(target, worst.run_us <= MAX_RUN_OVERHEAD_US, detail)
+def _worst_host(rows, value: Callable, label: str) -> tuple[bool, str]:
+    worst = max(rows, key=value)
+    return all(value(o) <= 0 for o in rows), f"{len(rows)} ops; worst {worst.op} {label(worst)}"
+
+
+def overhead_targets(overheads, launch_floor_us: float | None) -> list[Verdict]:
+    """The host-cost targets, per backend of the overhead table."""
+    verdicts = []
+    for backend in sorted({o.backend for o in overheads}):
+        rows = [o for o in overheads if o.backend == backend]
+        with_torch = [o for o in rows if o.peers.get("torch") is not None]
+        target = f"{backend}: ort.<op>(x) host time <= {OP_CALL_VS_TORCH}x torch's call"
+        if with_torch:
+            passed, detail = _worst_host(
+                with_torch, lambda o: o.op_us - OP_CALL_VS_TORCH * o.peers["torch"],
+                lambda o: f"{o.op_us:.1f} us against torch's {o.peers['torch']:.1f} us "
+                          f"({o.op_us / o.peers['torch']:.2f}x)")
+            verdicts.append(Verdict(target, passed, detail))
+        else:
+            verdicts.append(Verdict(target, None, "torch not measured in this run"))
+        passed, detail = _worst_host(
+            rows, lambda o: o.op_call_us - o.run_us - OUT_VARIANT_ABOVE_RUN_US,
+            lambda o: f"op_() {o.op_call_us:.1f} us, p.run() {o.run_us:.1f} us")
+        verdicts.append(Verdict(f"{backend}: ort.<op>_() <= p.run() + {OUT_VARIANT_ABOVE_RUN_US} us",
+                                passed, detail))
+        if backend != "cpu":
+            target = f"{backend}: p.run() within {RUN_ABOVE_LAUNCH_US} us of the driver's empty-kernel launch"
+            if launch_floor_us is None:
+                verdicts.append(Verdict(target, None, "the launch floor was not measured"))
+            else:
+                passed, detail = _worst_host(
+                    rows, lambda o: o.run_us - launch_floor_us - RUN_ABOVE_LAUNCH_US,
+                    lambda o: f"{o.run_us:.1f} us against the launch's {launch_floor_us:.1f} us")
+                verdicts.append(Verdict(target, passed, detail))
+    return verdicts

@@ -41,8 +41,8 @@ use_library() {
     echo "run_tests.sh: building operator_runtime._C$ext against lib/$1"
     mkdir -p "$(dirname "$built")"
     ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
-      -I include -isystem "$pybind_include" -isystem "$python_include" \
-      runtime/python/module.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
+      -I include -I . -isystem "$pybind_include" -isystem "$python_include" \
+      runtime/python/module.cc runtime/python/cached_call.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
   fi
   ln -sfn "$here/$built" "python/operator_runtime/_C$ext"
 }

@@ -207,7 +207,8 @@ def substitutions(request: Request) -> dict[str, str]:
     if kind == "elementwise":
         values["create_call"] = c_call(
             "  return oprt::create_elementwise",
-            [handle, "desc", "out", "inputs", f"oprt::{values['Op']}Functor{{}}"], ");")
+            [handle, "oprt::thread_backend()", "desc", "out", "inputs",
+             f"oprt::{values['Op']}Functor{{}}"], ");")
         values["execute_call"] = c_call(
             "  return oprt::execute_elementwise",
             [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")

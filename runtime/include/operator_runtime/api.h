@@ -68,9 +68,11 @@ OPRT_API const char *oprt_status_string(oprt_status_t status);
  * "softmax: axis 3 out of range for ndim 2". Empty after a success. */
 OPRT_API const char *oprt_last_error_message(void);
 
-/* The backend that descriptors created on this thread will use. The setting is
- * thread-local, so threads choosing different backends do not race. AUTO picks,
- * at create time, the first built-in GPU backend that has a device, else cpu. */
+/* The backend that descriptors created on this thread by the typed
+ * oprt_create_<op>_descriptor functions will use (the op table's create takes
+ * it as an argument instead). The setting is thread-local, so threads choosing
+ * different backends do not race. AUTO picks, at create time, the first
+ * built-in GPU backend that has a device, else cpu. */
 OPRT_API oprt_status_t oprt_set_backend(oprt_backend_t backend);
 OPRT_API oprt_status_t oprt_get_backend(oprt_backend_t *backend);
 OPRT_API const char *oprt_backend_string(oprt_backend_t backend);
@@ -93,7 +95,9 @@ typedef OPRT_ENUM(oprt_operator_kind_e) {
 /* A uniform view of every operator, for bindings that should not need a new
  * line per operator. params holds the operator's scalar parameters in the order
  * of param_names (relu: negative_slope; reduce_sum and softmax: dim, the axis),
- * each with its default in param_defaults. */
+ * each with its default in param_defaults. create takes the backend as an
+ * argument (AUTO picks as oprt_set_backend describes); the thread's setting
+ * applies only to the typed oprt_create_<op>_descriptor functions. */
 typedef struct oprt_operator {
   const char *name;
   oprt_operator_kind_t kind;
@@ -102,7 +106,7 @@ typedef struct oprt_operator {
   int32_t num_params;
   const char *const *param_names;
   const double *param_defaults;
-  oprt_status_t (*create)(void **desc, const oprt_tensor_view_t *out,
+  oprt_status_t (*create)(void **desc, oprt_backend_t backend, const oprt_tensor_view_t *out,
                           const oprt_tensor_view_t *const *inputs, const double *params);
   oprt_status_t (*get_workspace_size)(void *desc, size_t *bytes);
   oprt_status_t (*execute)(void *desc, void *workspace, size_t workspace_size, void *out,

@@ -1,0 +1,30 @@
+"""The descriptor cache behind ``ort.<op>`` and ``ort.<op>_``.
+
+Every call looks up a descriptor by (operator, backend, device, dtypes,
+shapes, strides, parameters) and creates one on a miss; the cache keeps the
+most recently used ``capacity`` of them (256 unless set) and destroys the
+rest. It is thread-safe, and safe across ``fork()``. Prepared descriptors
+(``prepare_<op>``) are not in it: they live until destroyed.
+"""
+
+from __future__ import annotations
+
+from operator_runtime import _C
+from operator_runtime.errors import InvalidArgumentError
+
+
+def descriptor_cache_info() -> dict[str, int]:
+    """{"size", "capacity", "hits", "misses"} of the cache, counted since import."""
+    return dict(_C.cache_info())
+
+
+def clear_descriptor_cache() -> None:
+    """Destroys every cached descriptor (one executing now, once it finishes)."""
+    _C.cache_clear()
+
+
+def set_descriptor_cache_capacity(capacity: int) -> None:
+    """Keeps at most capacity descriptors (0: none, each call creates its own)."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise InvalidArgumentError(f"descriptor cache capacity must be an int >= 0, got {capacity!r}")
+    _C.cache_set_capacity(capacity)

@@ -1,0 +1,246 @@
+"""The operators as torch.library custom ops in the namespace ``oprt``.
+
+For every operator of the C runtime's table this module defines, from the
+table and never by hand, two ops (softmax shown; an elementwise op's
+parameters are floats, and reductions' functional op adds ``bool keepdim``)::
+
+    oprt::softmax(Tensor input, int dim=-1, *, str? backend=None) -> Tensor
+    oprt::softmax_out(Tensor(a!) out, Tensor input, int dim=-1, *, str? backend=None) -> ()
+
+Each has one kernel for the CPU and CUDA dispatch keys, which runs the op
+through the C runtime's descriptor cache (``_C.run``) on the backend named, or
+chosen as ``backends.resolve`` describes, and a fake kernel (shapes only) for
+FakeTensor, meta tensors, torch.compile and torch.export. ``ort.<op>`` and
+``ort.<op>_`` call these ops, so torch sees every call: its version counter,
+its tracers and its compilers.
+
+Autograd: oprt has no backward operators yet, so a call in which an input
+requires grad (with grad mode on) raises AutogradError naming the operator, as
+does an out that requires grad: nothing is ever silently detached. The
+out-variant bumps ``out``'s version counter, so autograd notices when a
+tensor it saved is overwritten.
+
+Streams: on CUDA tensors a call is enqueued on the current stream of the
+tensors' device, like any torch op; it never synchronises.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from operator_runtime import _C, backends
+from operator_runtime._internal import tensors
+from operator_runtime.errors import AutogradError, from_c_error
+from operator_runtime.operator_table import (
+    AXIS_PARAM,
+    OPERATORS,
+    Kind,
+    OperatorInfo,
+    normalize_axis,
+    output_shape,
+)
+
+NAMESPACE = "oprt"
+_LIBRARY = torch.library.Library(NAMESPACE, "DEF")
+_DISPATCH_KEYS = ("CPU", "CUDA")
+
+for _dtype, _code in tensors.DTYPE_CODES.items():
+    _C.register_dtype(_dtype, _code)
+
+
+def out_variant_name(op: str) -> str:
+    return op + "_out"
+
+
+def _param_schema(info: OperatorInfo) -> list[str]:
+    return [
+        f"int {name}={int(info.default(name))}" if name == AXIS_PARAM
+        else f"float {name}={float(info.default(name))!r}"
+        for name in info.param_names
+    ]
+
+
+def schemas(info: OperatorInfo) -> tuple[str, str]:
+    """The functional and out-variant schemas of info's op (without the namespace)."""
+    inputs = [f"Tensor {name}" for name in info.input_names]
+    params = _param_schema(info)
+    keepdim = ["bool keepdim=False"] if info.kind == Kind.REDUCTION else []
+    functional = ", ".join([*inputs, *params, *keepdim, "*", "str? backend=None"])
+    out = ", ".join(["Tensor(a!) out", *inputs, *params, "*", "str? backend=None"])
+    return f"{info.name}({functional}) -> Tensor", f"{out_variant_name(info.name)}({out}) -> ()"
+
+
+def check_autograd(op: str, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],
+                   input_names: Sequence[str]) -> None:
+    """AutogradError when a tensor of the call takes part in autograd."""
+    if not torch.is_grad_enabled():
+        return
+    if out is not None and out.requires_grad:
+        if out.is_leaf:
+            raise AutogradError(
+                f"{op}: out is a leaf tensor that requires grad; a leaf Variable that requires "
+                f"grad is being used in an in-place operation"
+            )
+        raise AutogradError(
+            f"{op}: out requires grad, but oprt has no backward for {op}; write into a tensor "
+            f"that does not require grad, or call it under torch.no_grad()"
+        )
+    for name, tensor in zip(input_names, inputs):
+        if tensor.requires_grad:
+            raise AutogradError(
+                f"{op}: {name} requires grad, but oprt has no backward for {op}; detach it or "
+                f"call it under torch.no_grad()"
+            )
+
+
+def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Sequence[Any],
+               keepdim: bool = False) -> torch.Tensor:
+    """The contiguous output of info's op for inputs (a fake tensor for fake inputs)."""
+    first = inputs[0]
+    if info.kind == Kind.NORMALIZATION or (
+        info.kind == Kind.ELEMENTWISE and all(t.shape == first.shape for t in inputs)
+    ):
+        # empty_like costs a third of empty(shape, dtype=, device=) per call.
+        return torch.empty_like(first, memory_format=torch.contiguous_format)
+    if len(inputs) > 1:
+        tensors.common_device(info.name, list(zip(info.input_names, inputs)))
+    shape = output_shape(info, [t.shape for t in inputs], dict(zip(info.param_names, params)), keepdim)
+    return first.new_empty(shape)
+
+
+_MULTI_DEVICE = torch.cuda.is_available() and torch.cuda.device_count() > 1
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def execute(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
+            params: Sequence[Any], backend: str | None) -> None:
+    """Runs info's op into out: the body of every CPU/CUDA kernel registered here."""
+    check_autograd(info.name, out, inputs, info.input_names)
+    is_cuda = out.is_cuda
+    name = backends.resolve_for(info.name, backend, "cuda" if is_cuda else "cpu")
+    code = backends.NATIVE_BACKEND_CODES.get(name)
+    if code is None:
+        _execute_python_backend(info, out, inputs, params, name)
+        return
+    if not is_cuda:
+        _run(info, code, 0, out, inputs, params)
+        return
+    index = out.get_device()
+    if _MULTI_DEVICE and index != torch.cuda.current_device():
+        with torch.cuda.device(index):
+            _run(info, code, _stream(index), out, inputs, params)
+    else:
+        _run(info, code, _stream(index), out, inputs, params)
+
+
+def _stream(index: int) -> int:
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def _run(info: OperatorInfo, code: int, stream: int, out: torch.Tensor,
+         inputs: Sequence[torch.Tensor], params: Sequence[Any]) -> None:
+    try:
+        needed = _C.run(info.index, code, stream, 0, 0, params, out, *inputs)
+        if needed:
+            # Freed right after the launch: torch's caching allocator keeps it for
+            # this stream until the work queued on it has passed.
+            workspace = torch.empty(needed, dtype=torch.uint8, device=out.device)
+            _C.run(info.index, code, stream, workspace.data_ptr(), needed, params, out, *inputs)
+    except _C.Error as error:
+        raise from_c_error(error) from None
+
+
+def _execute_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
+                            params: Sequence[Any], name: str) -> None:
+    from operator_runtime.ops import Prepared  # ops imports this module
+
+    with Prepared(info, out, inputs, dict(zip(info.param_names, params)), name) as prepared:
+        prepared.run()
+
+
+def check_fake_call(info: OperatorInfo, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],
+                    params: Sequence[Any], backend: str | None) -> None:
+    """What a fake kernel can check without data: autograd, devices, the axis, the backend.
+    Meta tensors are shape-only whatever backend runs real ones, except that a
+    backend named explicitly refuses them, as it refuses any device it cannot run."""
+    check_autograd(info.name, out, inputs, info.input_names)
+    named = ([("out", out)] if out is not None else []) + list(zip(info.input_names, inputs))
+    device = tensors.common_device(info.name, named)
+    if AXIS_PARAM in info.param_names:
+        normalize_axis(info.name, params[info.param_names.index(AXIS_PARAM)], inputs[0].dim())
+    if backend is not None:
+        backends.check_name(backend)
+        if device.type == "meta":
+            backends.resolve(info.name, backend, device)
+
+
+def _argument_filler(info: OperatorInfo, functional: bool):
+    """Completes a kernel's positional arguments after the inputs: the dispatcher
+    leaves out trailing arguments that equal their schema defaults."""
+    defaults = tuple(info.default(name) for name in info.param_names)
+    if functional and info.kind == Kind.REDUCTION:
+        defaults += (False,)  # keepdim
+    count = len(info.input_names) + len(defaults)
+
+    def fill(args: tuple) -> tuple:
+        missing = count - len(args)
+        return args + defaults[len(defaults) - missing :] if missing else args
+
+    return fill
+
+
+def _functional_kernel(info: OperatorInfo, fake: bool = False):
+    num_inputs, num_params = len(info.input_names), len(info.param_names)
+    fill = _argument_filler(info, functional=True)
+
+    def kernel(*args: Any, backend: str | None = None) -> torch.Tensor:
+        args = fill(args)
+        inputs, params = args[:num_inputs], args[num_inputs : num_inputs + num_params]
+        if fake:
+            check_fake_call(info, None, inputs, params, backend)
+        out = new_output(info, inputs, params, *args[num_inputs + num_params :])
+        if not fake:
+            execute(info, out, inputs, params, backend)
+        return out
+
+    return kernel
+
+
+def _out_kernel(info: OperatorInfo, fake: bool = False):
+    num_inputs = len(info.input_names)
+    fill = _argument_filler(info, functional=False)
+
+    def kernel(out: torch.Tensor, *args: Any, backend: str | None = None) -> None:
+        args = fill(args)
+        if fake:
+            # out's shape is checked when the real kernel runs (the C runtime's rules).
+            check_fake_call(info, out, args[:num_inputs], args[num_inputs:], backend)
+            return
+        execute(info, out, args[:num_inputs], args[num_inputs:], backend)
+        torch.autograd.graph.increment_version(out)
+
+    return kernel
+
+
+def _register(info: OperatorInfo) -> tuple[Any, Any]:
+    functional_schema, out_schema = schemas(info)
+    _LIBRARY.define(functional_schema)
+    _LIBRARY.define(out_schema)
+    out_name = out_variant_name(info.name)
+    for key in _DISPATCH_KEYS:
+        _LIBRARY.impl(info.name, _functional_kernel(info), key)
+        _LIBRARY.impl(out_name, _out_kernel(info), key)
+    torch.library.register_fake(
+        f"{NAMESPACE}::{info.name}", _functional_kernel(info, fake=True), lib=_LIBRARY
+    )
+    torch.library.register_fake(f"{NAMESPACE}::{out_name}", _out_kernel(info, fake=True), lib=_LIBRARY)
+    namespace = getattr(torch.ops, NAMESPACE)
+    return getattr(namespace, info.name).default, getattr(namespace, out_name).default
+
+
+# op name -> (functional OpOverload, out-variant OpOverload)
+TORCH_OPS: dict[str, tuple[Any, Any]] = {name: _register(info) for name, info in OPERATORS.items()}

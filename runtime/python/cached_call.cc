@@ -1,0 +1,442 @@
+// operator_runtime._C.run: the call path of ort.<op> and ort.<op>_. One Python
+// crossing per call: the tensors arrive as they are, are read once here, and a
+// bounded LRU cache of descriptors keyed by everything create validates except
+// the data pointers (op, backend, device, dtypes, shapes, strides, params)
+// serves the call. Execute re-checks the call's own pointers (overlap, null),
+// so a descriptor created for one set of tensors is safe for any other of the
+// same layouts.
+#include "runtime/python/cached_call.h"
+
+#include <pthread.h>
+
+#include <cstdint>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <operator_runtime/api.h>
+
+namespace oprt_python {
+namespace {
+
+constexpr int kMaxOperands = 9;  // out and up to kMaxInputs inputs
+constexpr int kMaxParams = 8;
+constexpr size_t kDefaultCapacity = 256;
+
+// What one tensor contributes to the key, and its data pointer for execute.
+struct Operand {
+  void* data = nullptr;
+  int64_t device = -1;
+  int32_t dtype = 0;
+  int32_t ndim = 0;
+  int64_t shape[OPRT_MAX_DIMS] = {};
+  int64_t strides[OPRT_MAX_DIMS] = {};
+};
+
+struct Key {
+  int32_t op = 0;
+  int32_t backend = 0;
+  int32_t num_operands = 0;
+  int32_t num_params = 0;
+  Operand operands[kMaxOperands];
+  double params[kMaxParams] = {};
+
+  bool operator==(const Key& other) const {
+    if (op != other.op || backend != other.backend || num_operands != other.num_operands ||
+        num_params != other.num_params) {
+      return false;
+    }
+    for (int i = 0; i < num_operands; ++i) {
+      const Operand& a = operands[i];
+      const Operand& b = other.operands[i];
+      if (a.device != b.device || a.dtype != b.dtype || a.ndim != b.ndim) return false;
+      for (int d = 0; d < a.ndim; ++d) {
+        if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+      }
+    }
+    // Bitwise, so -0.0 and 0.0 (or two NaNs) are different keys rather than a wrong hit.
+    return std::memcmp(params, other.params, sizeof(double) * num_params) == 0;
+  }
+};
+
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields that take part in ==
+    auto mix = [&h](uint64_t value) {
+      h ^= value;
+      h *= 1099511628211ull;
+    };
+    mix(static_cast<uint64_t>(key.op) << 32 | static_cast<uint32_t>(key.backend));
+    for (int i = 0; i < key.num_operands; ++i) {
+      const Operand& operand = key.operands[i];
+      mix(static_cast<uint64_t>(operand.device));
+      mix(static_cast<uint64_t>(operand.dtype) << 32 | static_cast<uint32_t>(operand.ndim));
+      for (int d = 0; d < operand.ndim; ++d) {
+        mix(static_cast<uint64_t>(operand.shape[d]));
+        mix(static_cast<uint64_t>(operand.strides[d]));
+      }
+    }
+    for (int i = 0; i < key.num_params; ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, &key.params[i], sizeof(bits));
+      mix(bits);
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+// A created descriptor; destroyed when the cache has dropped it and no call
+// still executes it.
+struct CachedDescriptor {
+  const oprt_operator_t* op = nullptr;
+  void* desc = nullptr;
+  size_t workspace_size = 0;
+  ~CachedDescriptor() {
+    if (desc != nullptr) op->destroy(desc);
+  }
+};
+
+class DescriptorCache {
+ public:
+  std::shared_ptr<CachedDescriptor> find(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      ++misses_;
+      return nullptr;
+    }
+    ++hits_;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+
+  // Inserts created unless another thread inserted the same key meanwhile;
+  // returns the entry the call should use.
+  std::shared_ptr<CachedDescriptor> insert(const Key& key,
+                                           std::shared_ptr<CachedDescriptor> created) {
+    std::shared_ptr<CachedDescriptor> evicted;  // destroyed after the lock is released
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second->second;
+    if (capacity_ == 0) return created;
+    if (order_.size() >= capacity_) {
+      evicted = std::move(order_.back().second);
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+    order_.emplace_front(key, created);
+    index_.emplace(key, order_.begin());
+    return created;
+  }
+
+  void clear() {
+    std::list<Entry> dropped;
+    std::lock_guard<std::mutex> lock(mutex_);
+    index_.clear();
+    dropped.swap(order_);
+  }
+
+  void set_capacity(size_t capacity) {
+    std::list<Entry> dropped;
+    std::lock_guard<std::mutex> lock(mutex_);
+    capacity_ = capacity;
+    while (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      dropped.splice(dropped.begin(), order_, std::prev(order_.end()));
+    }
+  }
+
+  py::dict info() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    py::dict result;
+    result["size"] = order_.size();
+    result["capacity"] = capacity_;
+    result["hits"] = hits_;
+    result["misses"] = misses_;
+    return result;
+  }
+
+  // fork() copies a mutex in whatever state another thread left it: hold it
+  // across the fork so both processes start with it unlocked and the map whole.
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+
+ private:
+  using Entry = std::pair<Key, std::shared_ptr<CachedDescriptor>>;
+  std::mutex mutex_;
+  std::list<Entry> order_;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
+  size_t capacity_ = kDefaultCapacity;
+  uint64_t hits_ = 0;
+  uint64_t misses_ = 0;
+};
+
+// Leaked on purpose: calls may still run while the interpreter finalises.
+DescriptorCache& cache() {
+  static DescriptorCache* instance = new DescriptorCache();
+  return *instance;
+}
+
+std::vector<const oprt_operator_t*>& operator_table() {
+  static std::vector<const oprt_operator_t*> table;
+  return table;
+}
+
+// The torch dtype objects the Python layer registered, by C dtype code.
+struct DtypeCode {
+  PyObject* dtype;
+  int32_t code;
+};
+std::vector<DtypeCode>& dtype_codes() {
+  static std::vector<DtypeCode> codes;
+  return codes;
+}
+
+PyObject* str_data_ptr = nullptr;
+PyObject* str_shape = nullptr;
+PyObject* str_stride = nullptr;
+PyObject* str_dtype = nullptr;
+PyObject* str_get_device = nullptr;
+PyObject* error_type = nullptr;
+
+PyObject* set_error(oprt_status_t status, const std::string& message) {
+  PyObject* args = Py_BuildValue("(is)", static_cast<int>(status), message.c_str());
+  if (args != nullptr) {
+    PyErr_SetObject(error_type, args);
+    Py_DECREF(args);
+  }
+  return nullptr;
+}
+
+// Reads a sequence of ints (torch.Size or a tuple) into out[0..ndim).
+bool read_extents(PyObject* sequence, int64_t* out, int32_t* ndim, const char* op,
+                  const char* role) {
+  PyObject* fast = PySequence_Fast(sequence, "extents must be a sequence");
+  if (fast == nullptr) return false;
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(fast);
+  if (count > OPRT_MAX_DIMS) {
+    Py_DECREF(fast);
+    set_error(OPRT_ERR_INVALID_ARG, std::string(op) + ": " + role + " has ndim " +
+                                        std::to_string(count) + ", more than the supported " +
+                                        std::to_string(OPRT_MAX_DIMS));
+    return false;
+  }
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  for (Py_ssize_t d = 0; d < count; ++d) out[d] = PyLong_AsLongLong(items[d]);
+  Py_DECREF(fast);
+  *ndim = static_cast<int32_t>(count);
+  return !PyErr_Occurred();
+}
+
+bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char* role) {
+  PyObject* dtype = PyObject_GetAttr(tensor, str_dtype);
+  if (dtype == nullptr) return false;
+  int32_t code = -1;
+  for (const DtypeCode& entry : dtype_codes()) {
+    if (entry.dtype == dtype) code = entry.code;
+  }
+  if (code < 0) {
+    PyObject* text = PyObject_Str(dtype);
+    std::string name = text != nullptr ? PyUnicode_AsUTF8(text) : "?";
+    Py_XDECREF(text);
+    Py_DECREF(dtype);
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    set_error(OPRT_ERR_UNSUPPORTED_DTYPE, std::string(op) + ": " + role + " has dtype " + name +
+                                              "; supported dtypes are float32, float16, bfloat16");
+    return false;
+  }
+  Py_DECREF(dtype);
+  operand->dtype = code;
+
+  PyObject* shape = PyObject_GetAttr(tensor, str_shape);
+  if (shape == nullptr) return false;
+  const bool shape_ok = read_extents(shape, operand->shape, &operand->ndim, op, role);
+  Py_DECREF(shape);
+  if (!shape_ok) return false;
+  PyObject* strides = PyObject_CallMethodNoArgs(tensor, str_stride);
+  if (strides == nullptr) return false;
+  int32_t stride_count = 0;
+  const bool strides_ok = read_extents(strides, operand->strides, &stride_count, op, role);
+  Py_DECREF(strides);
+  if (!strides_ok) return false;
+
+  PyObject* device = PyObject_CallMethodNoArgs(tensor, str_get_device);
+  if (device == nullptr) return false;
+  operand->device = PyLong_AsLongLong(device);
+  Py_DECREF(device);
+  PyObject* data = PyObject_CallMethodNoArgs(tensor, str_data_ptr);
+  if (data == nullptr) return false;
+  operand->data = PyLong_AsVoidPtr(data);
+  Py_DECREF(data);
+  return !PyErr_Occurred();
+}
+
+std::string device_text(int64_t device) {
+  return device < 0 ? "cpu" : "device " + std::to_string(device);
+}
+
+// run(op_index, backend, stream, workspace_ptr, workspace_size, params, out, *inputs)
+// -> 0 once executed, or the workspace bytes the descriptor needs when
+// workspace_size is smaller (nothing is executed then: call again with one).
+PyObject* run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  constexpr Py_ssize_t kFixed = 7;
+  if (nargs < kFixed) {
+    PyErr_SetString(PyExc_TypeError,
+                    "run(op_index, backend, stream, workspace_ptr, workspace_size, params, out, "
+                    "*inputs)");
+    return nullptr;
+  }
+  const long op_index = PyLong_AsLong(args[0]);
+  if (PyErr_Occurred()) return nullptr;
+  const auto& table = operator_table();
+  if (op_index < 0 || static_cast<size_t>(op_index) >= table.size()) {
+    return set_error(OPRT_ERR_INVALID_ARG, "run: operator index " + std::to_string(op_index) +
+                                               " out of range");
+  }
+  const oprt_operator_t* op = table[static_cast<size_t>(op_index)];
+  Key key;
+  key.op = static_cast<int32_t>(op_index);
+  key.backend = static_cast<int32_t>(PyLong_AsLong(args[1]));
+  void* stream = PyLong_AsVoidPtr(args[2]);
+  void* workspace = PyLong_AsVoidPtr(args[3]);
+  const size_t workspace_size = PyLong_AsSize_t(args[4]);
+  if (PyErr_Occurred()) return nullptr;
+
+  PyObject* params = PySequence_Fast(args[5], "params must be a sequence of numbers");
+  if (params == nullptr) return nullptr;
+  const Py_ssize_t num_params = PySequence_Fast_GET_SIZE(params);
+  if (num_params != op->num_params) {
+    Py_DECREF(params);
+    return set_error(OPRT_ERR_INVALID_ARG, std::string(op->name) + ": expected " +
+                                               std::to_string(op->num_params) + " params, got " +
+                                               std::to_string(num_params));
+  }
+  for (Py_ssize_t i = 0; i < num_params; ++i) {
+    key.params[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(params, i));
+  }
+  Py_DECREF(params);
+  if (PyErr_Occurred()) return nullptr;
+  key.num_params = static_cast<int32_t>(num_params);
+
+  const Py_ssize_t num_inputs = nargs - kFixed;
+  if (num_inputs != op->num_inputs) {
+    return set_error(OPRT_ERR_INVALID_ARG, std::string(op->name) + ": expected " +
+                                               std::to_string(op->num_inputs) + " inputs, got " +
+                                               std::to_string(num_inputs));
+  }
+  key.num_operands = static_cast<int32_t>(1 + num_inputs);
+  // Inputs first, so a bad dtype is reported where the caller gave it.
+  for (Py_ssize_t i = 0; i < num_inputs; ++i) {
+    if (!read_operand(args[kFixed + i], &key.operands[1 + i], op->name, op->input_names[i])) {
+      return nullptr;
+    }
+  }
+  if (!read_operand(args[6], &key.operands[0], op->name, "out")) return nullptr;
+  for (int i = 1; i < key.num_operands; ++i) {
+    if (key.operands[i].device != key.operands[0].device) {
+      return set_error(OPRT_ERR_INVALID_ARG,
+                       std::string(op->name) + ": tensors are on different devices (out on " +
+                           device_text(key.operands[0].device) + ", " + op->input_names[i - 1] +
+                           " on " + device_text(key.operands[i].device) + ")");
+    }
+  }
+
+  void* input_ptrs[kMaxOperands - 1];
+  for (int i = 0; i + 1 < key.num_operands; ++i) input_ptrs[i] = key.operands[1 + i].data;
+
+  oprt_status_t status = OPRT_SUCCESS;
+  std::string message;
+  size_t needed = 0;
+  {
+    // A CPU kernel can run long; other Python threads go on meanwhile.
+    PyThreadState* thread_state = PyEval_SaveThread();
+    std::shared_ptr<CachedDescriptor> entry = cache().find(key);
+    if (entry == nullptr) {
+      oprt_tensor_view_t views[kMaxOperands];
+      const oprt_tensor_view_t* input_views[kMaxOperands - 1];
+      for (int i = 0; i < key.num_operands; ++i) {
+        const Operand& operand = key.operands[i];
+        views[i].data = operand.data;
+        views[i].dtype = static_cast<oprt_dtype_t>(operand.dtype);
+        views[i].ndim = operand.ndim;
+        std::memcpy(views[i].shape, operand.shape, sizeof(operand.shape));
+        std::memcpy(views[i].strides, operand.strides, sizeof(operand.strides));
+        if (i > 0) input_views[i - 1] = &views[i];
+      }
+      auto created = std::make_shared<CachedDescriptor>();
+      created->op = op;
+      status = op->create(&created->desc, static_cast<oprt_backend_t>(key.backend), &views[0],
+                          input_views, key.params);
+      if (status == OPRT_SUCCESS) {
+        status = op->get_workspace_size(created->desc, &created->workspace_size);
+      }
+      if (status == OPRT_SUCCESS) {
+        entry = cache().insert(key, std::move(created));
+      } else {
+        message = oprt_last_error_message();
+      }
+    }
+    if (entry != nullptr) {
+      if (workspace_size < entry->workspace_size) {
+        needed = entry->workspace_size;
+      } else {
+        status = op->execute(entry->desc, workspace, workspace_size, key.operands[0].data,
+                             input_ptrs, stream);
+        if (status != OPRT_SUCCESS) message = oprt_last_error_message();
+      }
+    }
+    PyEval_RestoreThread(thread_state);
+  }
+  if (status != OPRT_SUCCESS) {
+    return set_error(status, message.empty() ? oprt_status_string(status) : message);
+  }
+  return PyLong_FromSize_t(needed);
+}
+
+PyMethodDef run_method = {
+    "run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run)), METH_FASTCALL,
+    "run(op_index, backend, stream, workspace_ptr, workspace_size, params, out, *inputs): "
+    "executes op on the tensors through the descriptor cache; returns 0, or the workspace "
+    "bytes needed when workspace_size is smaller (then nothing ran)."};
+
+}  // namespace
+
+void add_cached_call(py::module_& m, PyObject* error) {
+  error_type = error;
+  str_data_ptr = PyUnicode_InternFromString("data_ptr");
+  str_shape = PyUnicode_InternFromString("shape");
+  str_stride = PyUnicode_InternFromString("stride");
+  str_dtype = PyUnicode_InternFromString("dtype");
+  str_get_device = PyUnicode_InternFromString("get_device");
+  auto& table = operator_table();
+  for (int32_t i = 0; i < oprt_operator_count(); ++i) table.push_back(oprt_operator_at(i));
+
+  static bool fork_handlers_installed = false;
+  if (!fork_handlers_installed) {
+    fork_handlers_installed = true;
+    pthread_atfork([] { cache().lock_for_fork(); }, [] { cache().unlock_after_fork(); },
+                   [] { cache().unlock_after_fork(); });
+  }
+
+  m.add_object("run", py::reinterpret_steal<py::object>(PyCFunction_New(&run_method, nullptr)));
+  m.def(
+      "register_dtype",
+      [](py::object dtype, int code) {
+        dtype_codes().push_back(DtypeCode{dtype.release().ptr(), static_cast<int32_t>(code)});
+      },
+      py::arg("dtype"), py::arg("code"),
+      "Maps a dtype object (torch.float32, ...) to its C dtype code for run().");
+  m.def("cache_info", [] { return cache().info(); },
+        "The descriptor cache of run(): size, capacity, hits, misses.");
+  m.def("cache_clear", [] { cache().clear(); },
+        "Destroys every cached descriptor (those executing now once they finish).");
+  m.def("cache_set_capacity", [](size_t capacity) { cache().set_capacity(capacity); },
+        py::arg("capacity"), "Bounds the cache (0 disables it), dropping the least recent.");
+}
+
+}  // namespace oprt_python
