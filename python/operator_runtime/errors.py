@@ -90,7 +90,19 @@ def error_for_status(status: int, message: str) -> OperatorRuntimeError:
     return _ERROR_BY_STATUS.get(status, OperatorRuntimeError)(message, status)
 
 
-def from_c_error(error: _C.Error) -> OperatorRuntimeError:
+class BindingError(OperatorRuntimeError, RuntimeError):
+    """What the binding (_C) raises, as ``_C.Error(status, message)``; the package
+    turns it into the exception of its status (from_c_error)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message, status)
+        self.args = (status, message)
+
+
+_C.set_error_type(BindingError)
+
+
+def from_c_error(error: BindingError) -> OperatorRuntimeError:
     """Converts the binding's ``_C.Error(status, message)``."""
     status, message = error.args
     return error_for_status(status, message)

@@ -85,8 +85,13 @@ class Prepared:
 
     ``run()`` executes it on the current stream; ``run(*inputs, out=None)``
     first rebinds to new tensors of exactly the same shapes, strides, dtype and
-    device. The workspace is allocated once per stream the descriptor runs
-    on. Use as a context manager, or call ``destroy()``.
+    device. Every run reads the bound tensors as they are then: one whose
+    layout changed since (``resize_``, ``set_``, ``t_()``) or that reaches past
+    its storage (``untyped_storage().resize_(0)``) is refused, and a tensor whose
+    memory moved (``.data = ...``) is run where it now is. Runs, rebinds and
+    ``destroy()`` may come from several threads. The workspace is allocated once
+    per stream the descriptor runs on. Use as a context manager, or call
+    ``destroy()``.
     """
 
     def __init__(
@@ -101,7 +106,7 @@ class Prepared:
         self.op = op
         self._info = info
         self._destroyed = False
-        out = tensors.as_tensor(op, "out", out)
+        out = tensors.as_tensor(op, "out", out, writable=True)
         inputs = tuple(
             tensors.as_tensor(op, role, value) for role, value in zip(info.input_names, inputs)
         )
@@ -124,9 +129,10 @@ class Prepared:
                 self._descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
             except _C.Error as error:
                 raise from_c_error(error) from None
-            self._execute = self._descriptor.execute
+            self._execute = self._execute_native
             self.workspace_size = self._descriptor.workspace_size
         self._device = device
+        self._device_index = out.get_device()
         self._stream = tensors.stream_getter(device)
         # One workspace per stream, so runs on different streams never share one.
         self._workspaces: dict[int, torch.Tensor] = {}
@@ -138,15 +144,16 @@ class Prepared:
 
         self._out_layout = _Layout.of(out)
         self._input_layouts = tuple(_Layout.of(tensor) for tensor in inputs)
-        self._bind(out, inputs)
-        self._created_ptrs = (self._out_ptr, self._input_ptrs)
+        self._created_ptrs = (out.data_ptr(), tuple(tensor.data_ptr() for tensor in inputs))
+        self._bound = (out, tuple(inputs))
 
-    def _bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
-        # The tensors are held so their memory outlives every launch using it.
-        self._out = out
-        self._inputs = tuple(inputs)
-        self._out_ptr = out.data_ptr()
-        self._input_ptrs = tuple(tensor.data_ptr() for tensor in inputs)
+    @property
+    def _out(self) -> torch.Tensor:
+        return self._bound[0]
+
+    @property
+    def _inputs(self) -> tuple[torch.Tensor, ...]:
+        return self._bound[1]
 
     def _add_workspace(self, stream: int) -> int:
         # Allocated while `stream` is current, so the caching allocator ties it to that stream.
@@ -155,13 +162,19 @@ class Prepared:
         self._workspace_ptrs[stream] = workspace.data_ptr()
         return workspace.data_ptr()
 
-    def _execute_python(self, out_ptr, input_ptrs, stream, workspace_ptr, workspace_size) -> None:
+    def _execute_native(self, out, inputs, stream, workspace_ptr, workspace_size) -> None:
+        self._descriptor.run(out, inputs, self._device_index, stream, workspace_ptr, workspace_size)
+
+    def _execute_python(self, out, inputs, stream, workspace_ptr, workspace_size) -> None:
         if self._destroyed:
             raise InvalidArgumentError(f"{self.op}: descriptor was destroyed")
-        self._kernel.run(self._out, self._inputs, stream)
+        for role, tensor, layout in zip(("out", *self._info.input_names), (out, *inputs),
+                                        (self._out_layout, *self._input_layouts)):
+            tensors.check_bound(self.op, role, tensor, layout.shape, layout.strides)
+        self._kernel.run(out, inputs, stream)
 
     def _checked(self, role: str, value: Any, expected: _Layout) -> torch.Tensor:
-        tensor = tensors.as_tensor(self.op, role, value)
+        tensor = tensors.as_tensor(self.op, role, value, writable=role == "out")
         layout = _Layout.of(tensor)
         if layout != expected:
             raise InvalidArgumentError(
@@ -197,26 +210,27 @@ class Prepared:
                     f"{self.op}: prepared run makes out overlap {role} ({now}) unlike the tensors "
                     f"the descriptor was created for; prepare a new descriptor"
                 )
-        self._bind(new_out, new_inputs)
+        self._bound = (new_out, new_inputs)
 
     def run(self, *inputs: Any, out: Any = None) -> torch.Tensor:
         """Executes on the current stream and returns out; with arguments,
         first rebinds to new inputs and/or out of the same layouts."""
         if inputs or out is not None:
             self._rebind(inputs, out)
-        library.check_autograd(self.op, self._out, self._inputs, self._info.input_names)
+        # One read of the binding: the tensors stay referenced by this call, and
+        # so alive, whatever another thread rebinds meanwhile.
+        out, bound_inputs = self._bound
+        library.check_autograd(self.op, out, bound_inputs, self._info.input_names)
         stream = self._stream()
         workspace_ptr = self._workspace_ptrs.get(stream, 0) if self.workspace_size else 0
         if self.workspace_size and not workspace_ptr:
             workspace_ptr = self._add_workspace(stream)
         try:
-            self._execute(
-                self._out_ptr, self._input_ptrs, stream, workspace_ptr, self.workspace_size
-            )
+            self._execute(out, bound_inputs, stream, workspace_ptr, self.workspace_size)
         except _C.Error as error:
             raise from_c_error(error) from None
-        torch.autograd.graph.increment_version(self._out)
-        return self._out
+        torch.autograd.graph.increment_version(out)
+        return out
 
     @property
     def out(self) -> torch.Tensor:
@@ -378,7 +392,7 @@ def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Sign
     if variant == "out":
         arguments = ", ".join(["out", *inputs, *params, "backend=_backend(backend)"])
         return (
-            f"{header}\n    out = _tensor({op!r}, 'out', out)\n"
+            f"{header}\n    out = _tensor({op!r}, 'out', out, True)\n"
             f"    _out_variant({arguments})\n    return out\n"
         )
     param_dict = ", ".join(f"{param!r}: {param}" for param in info.param_names)

@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <pthread.h>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,15 +81,55 @@ OperatorTable& operator_table() {
   return table;
 }
 
-struct LiveDescriptors {
-  std::mutex mutex;
-  std::unordered_set<const Descriptor*> live;
+// Descriptor handles: slot index + 1 in the low 32 bits, the slot's generation
+// in the high 32, so no handle is 0 and none is a heap address.
+struct HandleSlot {
+  Descriptor* desc = nullptr;
+  uint32_t generation = 0;
 };
 
-LiveDescriptors& live_descriptors() {
-  static LiveDescriptors descriptors;
-  return descriptors;
+struct HandleRegistry {
+  std::mutex mutex;
+  std::vector<HandleSlot> slots;
+  std::vector<uint32_t> free_slots;
+};
+
+HandleRegistry& handle_registry() {
+  static HandleRegistry registry;
+  return registry;
 }
+
+// The slot of a well-formed live handle, else nullptr; registry.mutex held.
+HandleSlot* slot_of(HandleRegistry& registry, const void* handle) {
+  const auto bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+  const uint64_t index = (bits & 0xffffffffu) - 1;
+  const auto generation = static_cast<uint32_t>(bits >> 32);
+  if (handle == nullptr || index >= registry.slots.size()) return nullptr;
+  HandleSlot& slot = registry.slots[index];
+  if (slot.desc == nullptr || slot.generation != generation) return nullptr;
+  return &slot;
+}
+
+// fork() copies each mutex in whatever state another thread left it: the
+// registries are locked across the fork, so both processes find them unlocked
+// and consistent. No code path holds two of them at once, so the order is free.
+void lock_registries_for_fork() {
+  backend_registry().mutex.lock();
+  kernel_registry().mutex.lock();
+  operator_table().mutex.lock();
+  handle_registry().mutex.lock();
+}
+
+void unlock_registries_after_fork() {
+  handle_registry().mutex.unlock();
+  operator_table().mutex.unlock();
+  kernel_registry().mutex.unlock();
+  backend_registry().mutex.unlock();
+}
+
+[[maybe_unused]] const bool fork_handlers_installed =
+    pthread_atfork(lock_registries_for_fork, unlock_registries_after_fork,
+                   unlock_registries_after_fork) == 0;
 
 // A registration conflict is a build mistake that no caller could handle.
 [[noreturn]] void die(const char* what, const char* name) {
@@ -198,25 +238,58 @@ Descriptor::Descriptor(const char* op_name, oprt_backend_t backend_kind)
 
 Descriptor::~Descriptor() = default;
 
-void track(Descriptor* desc) {
-  LiveDescriptors& descriptors = live_descriptors();
-  std::lock_guard<std::mutex> lock(descriptors.mutex);
-  descriptors.live.insert(desc);
+void* track(Descriptor* desc) {
+  HandleRegistry& registry = handle_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  uint32_t index;
+  if (!registry.free_slots.empty()) {
+    index = registry.free_slots.back();
+    registry.free_slots.pop_back();
+  } else {
+    index = static_cast<uint32_t>(registry.slots.size());
+    registry.slots.emplace_back();
+  }
+  HandleSlot& slot = registry.slots[index];
+  slot.desc = desc;
+  const uint64_t bits = static_cast<uint64_t>(slot.generation) << 32 | (uint64_t{index} + 1);
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(bits));
 }
 
-bool untrack(Descriptor* desc) {
-  LiveDescriptors& descriptors = live_descriptors();
-  std::lock_guard<std::mutex> lock(descriptors.mutex);
-  return descriptors.live.erase(desc) == 1;
+Descriptor* acquire(const void* handle, const char* op) {
+  HandleRegistry& registry = handle_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  HandleSlot* slot = slot_of(registry, handle);
+  if (slot == nullptr || std::strcmp(slot->desc->op, op) != 0) return nullptr;
+  ++slot->desc->in_use;
+  return slot->desc;
 }
 
-bool is_live(const void* desc, const char* op) {
-  if (desc == nullptr) return false;
-  LiveDescriptors& descriptors = live_descriptors();
-  std::lock_guard<std::mutex> lock(descriptors.mutex);
-  // Only a pointer found in the set is dereferenced.
-  auto it = descriptors.live.find(static_cast<const Descriptor*>(desc));
-  return it != descriptors.live.end() && std::strcmp((*it)->op, op) == 0;
+void release(Descriptor* desc) {
+  bool last = false;
+  {
+    HandleRegistry& registry = handle_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    last = --desc->in_use == 0 && desc->retired;
+  }
+  if (last) delete desc;
+}
+
+bool retire(const void* handle, const char* op) {
+  Descriptor* desc = nullptr;
+  {
+    HandleRegistry& registry = handle_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    HandleSlot* slot = slot_of(registry, handle);
+    if (slot == nullptr || std::strcmp(slot->desc->op, op) != 0) return false;
+    desc = slot->desc;
+    desc->retired = true;
+    slot->desc = nullptr;
+    ++slot->generation;
+    registry.free_slots.push_back(static_cast<uint32_t>(slot - registry.slots.data()));
+    if (desc->in_use > 0) desc = nullptr;  // the last release() deletes it
+  }
+  delete desc;
+  return true;
 }
 
 }  // namespace oprt

@@ -42,26 +42,60 @@ const void* find_kernel(const char* op, oprt_backend_t backend);
 // OPRT_REGISTER_OPERATOR below); oprt_find_operator() reads the table.
 void register_operator(const oprt_operator_t* op);
 
-// Every descriptor the runtime hands out derives from this, so execute and
-// destroy can tell a live descriptor from a stale or foreign pointer.
+// Every descriptor the runtime hands out derives from this.
 struct Descriptor {
   explicit Descriptor(const char* op_name, oprt_backend_t backend_kind);
   virtual ~Descriptor();
   const char* op;
   oprt_backend_t backend;
+  // Guarded by the handle registry's lock (core.cc).
+  int32_t in_use = 0;
+  bool retired = false;
 };
-// Records desc as live (create) / forgets it (destroy); is_live is what execute,
-// get_workspace_size and destroy check first, under a lock, so a destroyed or
-// never-created pointer gets OPRT_ERR_INVALID_ARG instead of a crash.
-void track(Descriptor* desc);
-bool untrack(Descriptor* desc);
-bool is_live(const void* desc, const char* op);
+
+// Callers never see a descriptor's address. track() registers a new descriptor
+// and returns its handle: a registry slot and that slot's generation. retire()
+// (destroy) bumps the generation, so the handle stays dead for good, even when
+// the allocator hands the same address to the next descriptor; a stale, foreign
+// or never-created handle gets OPRT_ERR_INVALID_ARG instead of a crash.
+void* track(Descriptor* desc);
+// The live descriptor behind handle if it belongs to operator op, else nullptr.
+// The caller holds it until release(): a retire() meanwhile (another thread's
+// destroy) defers the delete to the last release.
+Descriptor* acquire(const void* handle, const char* op);
+void release(Descriptor* desc);
+// Makes handle dead and deletes its descriptor once no caller holds it; false
+// when handle was not a live descriptor of op.
+bool retire(const void* handle, const char* op);
+
+// acquire()/release() as a scope: `LiveDescriptor<ElementwiseDescriptor> d(handle, "copy");`
+template <class T>
+class LiveDescriptor {
+ public:
+  LiveDescriptor(const void* handle, const char* op)
+      : desc_(static_cast<T*>(acquire(handle, op))) {}
+  ~LiveDescriptor() {
+    if (desc_ != nullptr) release(desc_);
+  }
+  LiveDescriptor(const LiveDescriptor&) = delete;
+  LiveDescriptor& operator=(const LiveDescriptor&) = delete;
+  T* get() const { return desc_; }
+  T* operator->() const { return desc_; }
+
+ private:
+  T* desc_;
+};
 
 // Checks a view's pointer, ndim (0..8), extents (>= 0), dtype and that its
 // element count fits int64. `role` names it in messages ("src", "out").
 oprt_status_t check_view(const char* op, const char* role, const oprt_tensor_view_t* view);
 
 int64_t numel(const oprt_tensor_view_t& view);
+
+// view with every stride 0 when it has no elements: an empty view's strides are
+// never used to address memory, and check_view does not bound them, so plans
+// must not do arithmetic on them.
+oprt_tensor_view_t layout_of_checked(const oprt_tensor_view_t& view);
 
 // The element offsets [lo, hi] a view can touch (hi < lo when empty).
 void span(const oprt_tensor_view_t& view, int64_t* lo, int64_t* hi);

@@ -66,9 +66,22 @@ oprt_status_t check_view(const char* op, const char* role, const oprt_tensor_vie
 }
 
 int64_t numel(const oprt_tensor_view_t& view) {
+  // An empty view's other extents may multiply past int64 (check_view only
+  // bounds non-empty ones), so a zero extent answers first.
+  for (int d = 0; d < view.ndim; ++d) {
+    if (view.shape[d] == 0) return 0;
+  }
   int64_t count = 1;
   for (int d = 0; d < view.ndim; ++d) count *= view.shape[d];
   return count;
+}
+
+oprt_tensor_view_t layout_of_checked(const oprt_tensor_view_t& view) {
+  oprt_tensor_view_t result = view;
+  if (numel(view) == 0) {
+    for (int d = 0; d < view.ndim; ++d) result.strides[d] = 0;
+  }
+  return result;
 }
 
 void span(const oprt_tensor_view_t& view, int64_t* lo, int64_t* hi) {

@@ -120,10 +120,7 @@ bool spans_intersect(const void* a, int64_t a_lo, int64_t a_hi, const void* b, i
          b_base + b_lo * element_size < a_base + (a_hi + 1) * element_size;
 }
 
-ElementwiseDescriptor* live_descriptor(const ElementwiseOp& op, void* desc) {
-  if (!is_live(desc, op.name)) return nullptr;
-  return static_cast<ElementwiseDescriptor*>(static_cast<Descriptor*>(desc));
-}
+using LiveElementwise = LiveDescriptor<ElementwiseDescriptor>;
 
 oprt_status_t partial_overlap(const ElementwiseOp& op, int input) {
   return fail(OPRT_ERR_INVALID_ARG,
@@ -166,13 +163,19 @@ oprt_status_t make_elementwise_plan(const ElementwiseOp& op, const oprt_tensor_v
     }
   }
 
-  const Dims dims = merge_dims(order_by_out_strides(aligned_dims(*out, inputs, op.num_inputs)));
   *plan = ElementwisePlan{};
-  plan->ndim = dims.ndim;
   plan->num_inputs = op.num_inputs;
   plan->dtype = out->dtype;
-  plan->contiguous = is_flat(dims);
   plan->numel = numel(*out);
+  if (plan->numel == 0) {
+    // Execute does nothing; an empty view's strides are unbounded, so no plan
+    // arithmetic is done on them.
+    plan->contiguous = true;
+    return OPRT_SUCCESS;
+  }
+  const Dims dims = merge_dims(order_by_out_strides(aligned_dims(*out, inputs, op.num_inputs)));
+  plan->ndim = dims.ndim;
+  plan->contiguous = is_flat(dims);
   for (int d = 0; d < dims.ndim; ++d) {
     plan->shape[d] = dims.shape[d];
     plan->out_strides[d] = dims.out[d];
@@ -210,13 +213,12 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t request
     moved.data = out->data;
     created->in_matches_out[i] = overlap(*out, moved) == Overlap::kExact;
   }
-  track(created);
-  *desc = static_cast<Descriptor*>(created);
+  *desc = track(created);
   return succeed();
 }
 
 oprt_status_t elementwise_workspace_size(const ElementwiseOp& op, void* desc, size_t* bytes) {
-  if (live_descriptor(op, desc) == nullptr) return not_live(op);
+  if (LiveElementwise(desc, op.name).get() == nullptr) return not_live(op);
   if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op.name);
   *bytes = 0;
   return succeed();
@@ -226,8 +228,8 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*w
                                   size_t /*workspace_size*/, void* out,
                                   const void* const* inputs, void* stream) {
   // Elementwise operators need no workspace, so any workspace (or none) will do.
-  const ElementwiseDescriptor* d = live_descriptor(op, desc);
-  if (d == nullptr) return not_live(op);
+  const LiveElementwise d(desc, op.name);
+  if (d.get() == nullptr) return not_live(op);
   if (d->plan.numel == 0) return succeed();
   if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: %s is null", op.name, op.out_name);
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
@@ -247,10 +249,7 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*w
 }
 
 oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc) {
-  ElementwiseDescriptor* d = live_descriptor(op, desc);
-  // untrack fails when another thread destroyed d since the check: leave it to that one.
-  if (d == nullptr || !untrack(d)) return not_live(op);
-  delete d;
+  if (!retire(desc, op.name)) return not_live(op);
   return succeed();
 }
 

@@ -28,16 +28,6 @@ constexpr int kMaxOperands = 9;  // out and up to kMaxInputs inputs
 constexpr int kMaxParams = 8;
 constexpr size_t kDefaultCapacity = 256;
 
-// What one tensor contributes to the key, and its data pointer for execute.
-struct Operand {
-  void* data = nullptr;
-  int64_t device = -1;
-  int32_t dtype = 0;
-  int32_t ndim = 0;
-  int64_t shape[OPRT_MAX_DIMS] = {};
-  int64_t strides[OPRT_MAX_DIMS] = {};
-};
-
 struct Key {
   int32_t op = 0;
   int32_t backend = 0;
@@ -202,7 +192,14 @@ PyObject* str_shape = nullptr;
 PyObject* str_stride = nullptr;
 PyObject* str_dtype = nullptr;
 PyObject* str_get_device = nullptr;
+PyObject* str_storage_offset = nullptr;
+PyObject* str_untyped_storage = nullptr;
+PyObject* str_nbytes = nullptr;
+PyObject* str_is_neg = nullptr;
+PyObject* str_is_conj = nullptr;
 PyObject* error_type = nullptr;
+
+}  // namespace
 
 PyObject* set_error(oprt_status_t status, const std::string& message) {
   PyObject* args = Py_BuildValue("(is)", static_cast<int>(status), message.c_str());
@@ -212,6 +209,8 @@ PyObject* set_error(oprt_status_t status, const std::string& message) {
   }
   return nullptr;
 }
+
+namespace {
 
 // Reads a sequence of ints (torch.Size or a tuple) into out[0..ndim).
 bool read_extents(PyObject* sequence, int64_t* out, int32_t* ndim, const char* op,
@@ -232,6 +231,63 @@ bool read_extents(PyObject* sequence, int64_t* out, int32_t* ndim, const char* o
   *ndim = static_cast<int32_t>(count);
   return !PyErr_Occurred();
 }
+
+// Calls tensor.<method>() and returns its truth; -1 with a Python error set.
+int call_flag(PyObject* tensor, PyObject* method) {
+  PyObject* result = PyObject_CallMethodNoArgs(tensor, method);
+  if (result == nullptr) return -1;
+  const int flag = PyObject_IsTrue(result);
+  Py_DECREF(result);
+  return flag;
+}
+
+// Calls tensor.<method>() for an int.
+bool call_int(PyObject* tensor, PyObject* method, int64_t* value) {
+  PyObject* result = PyObject_CallMethodNoArgs(tensor, method);
+  if (result == nullptr) return false;
+  *value = PyLong_AsLongLong(result);
+  Py_DECREF(result);
+  return !PyErr_Occurred();
+}
+
+// Whether every element of operand lies inside its storage: a tensor whose
+// storage was resized (resize_, untyped_storage().resize_, set_) since its
+// shape was fixed must never be read or written past the storage's end.
+bool check_storage(PyObject* tensor, const Operand& operand, const char* op, const char* role) {
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < operand.ndim; ++d) {
+    if (operand.shape[d] == 0) return true;  // empty: nothing is addressed
+  }
+  int64_t offset = 0;
+  if (!call_int(tensor, str_storage_offset, &offset)) return false;
+  PyObject* storage = PyObject_CallMethodNoArgs(tensor, str_untyped_storage);
+  if (storage == nullptr) return false;
+  int64_t nbytes = 0;
+  const bool read = call_int(storage, str_nbytes, &nbytes);
+  Py_DECREF(storage);
+  if (!read) return false;
+  bool overflow = false;
+  for (int d = 0; d < operand.ndim; ++d) {
+    int64_t last = 0;
+    overflow |= __builtin_mul_overflow(operand.shape[d] - 1, operand.strides[d], &last);
+    overflow |= __builtin_add_overflow(last < 0 ? lo : hi, last, last < 0 ? &lo : &hi);
+  }
+  const auto item = static_cast<int64_t>(oprt_dtype_size(static_cast<oprt_dtype_t>(operand.dtype)));
+  int64_t first = 0, end = 0, end_bytes = 0;
+  overflow |= __builtin_add_overflow(offset, lo, &first);
+  overflow |= __builtin_add_overflow(offset, hi + 1, &end);
+  overflow |= __builtin_mul_overflow(end, item, &end_bytes);
+  if (overflow || first < 0 || end_bytes > nbytes) {
+    set_error(OPRT_ERR_INVALID_ARG,
+              std::string(op) + ": " + role + " reaches past its storage (" +
+                  std::to_string(nbytes) + " bytes from offset " + std::to_string(offset) +
+                  " elements); was its storage resized or freed?");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char* role) {
   PyObject* dtype = PyObject_GetAttr(tensor, str_dtype);
@@ -269,6 +325,18 @@ bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char
   if (device == nullptr) return false;
   operand->device = PyLong_AsLongLong(device);
   Py_DECREF(device);
+  // torch's lazy negation and conjugation bits: the memory holds -x or conj(x).
+  const int negated = call_flag(tensor, str_is_neg);
+  const int conjugated = negated == 0 ? call_flag(tensor, str_is_conj) : 0;
+  if (negated < 0 || conjugated < 0) return false;
+  if (negated || conjugated) {
+    set_error(OPRT_ERR_INVALID_ARG,
+              std::string(op) + ": " + role + " is a lazily " +
+                  (negated ? "negated" : "conjugated") + " view; resolve it first (" +
+                  (negated ? ".resolve_neg()" : ".resolve_conj()") + ")");
+    return false;
+  }
+  if (!check_storage(tensor, *operand, op, role)) return false;
   PyObject* data = PyObject_CallMethodNoArgs(tensor, str_data_ptr);
   if (data == nullptr) return false;
   operand->data = PyLong_AsVoidPtr(data);
@@ -279,6 +347,8 @@ bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char
 std::string device_text(int64_t device) {
   return device < 0 ? "cpu" : "device " + std::to_string(device);
 }
+
+namespace {
 
 // run(op_index, backend, stream, workspace_ptr, workspace_size, params, out, *inputs)
 // -> 0 once executed, or the workspace bytes the descriptor needs when
@@ -413,6 +483,11 @@ void add_cached_call(py::module_& m, PyObject* error) {
   str_stride = PyUnicode_InternFromString("stride");
   str_dtype = PyUnicode_InternFromString("dtype");
   str_get_device = PyUnicode_InternFromString("get_device");
+  str_storage_offset = PyUnicode_InternFromString("storage_offset");
+  str_untyped_storage = PyUnicode_InternFromString("untyped_storage");
+  str_nbytes = PyUnicode_InternFromString("nbytes");
+  str_is_neg = PyUnicode_InternFromString("is_neg");
+  str_is_conj = PyUnicode_InternFromString("is_conj");
   auto& table = operator_table();
   for (int32_t i = 0; i < oprt_operator_count(); ++i) table.push_back(oprt_operator_at(i));
 
@@ -431,6 +506,15 @@ void add_cached_call(py::module_& m, PyObject* error) {
       },
       py::arg("dtype"), py::arg("code"),
       "Maps a dtype object (torch.float32, ...) to its C dtype code for run().");
+  m.def(
+      "set_error_type",
+      [](py::object type) {
+        error_type = type.release().ptr();
+        py::module_::import("operator_runtime._C").attr("Error") = py::handle(error_type);
+      },
+      py::arg("type"),
+      "Makes every failure raise type(status, message) and names it _C.Error (the "
+      "package passes a subclass of its OperatorRuntimeError).");
   m.def("cache_info", [] { return cache().info(); },
         "The descriptor cache of run(): size, capacity, hits, misses.");
   m.def("cache_clear", [] { cache().clear(); },

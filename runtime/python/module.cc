@@ -22,13 +22,8 @@ namespace {
 // comes close to this many.
 constexpr int32_t kMaxInputs = 8;
 
-PyObject* error_type = nullptr;
-
 [[noreturn]] void raise_error(oprt_status_t status, const std::string& message) {
-  std::string text = message.empty() ? oprt_status_string(status) : message;
-  PyObject* args = Py_BuildValue("(is)", static_cast<int>(status), text.c_str());
-  PyErr_SetObject(error_type, args);
-  Py_XDECREF(args);
+  oprt_python::set_error(status, message.empty() ? oprt_status_string(status) : message);
   throw py::error_already_set();
 }
 
@@ -98,6 +93,8 @@ class Descriptor {
     }
     std::vector<const oprt_tensor_view_t*> input_view_ptrs;
     for (const auto& view : input_views) input_view_ptrs.push_back(&view);
+    views_.push_back(out_view);
+    views_.insert(views_.end(), input_views.begin(), input_views.end());
     std::vector<double> param_values;
     for (py::handle param : params) param_values.push_back(param.cast<double>());
 
@@ -161,6 +158,43 @@ class Descriptor {
     if (status != OPRT_SUCCESS) raise_error(status, message);
   }
 
+  // The prepared-run path: reads the bound tensors as they are now, refuses any
+  // whose dtype, shape, strides or device differ from create's (resize_, set_,
+  // t_(), assigning .data) or that reach past their storage, and executes on
+  // their current data pointers.
+  void run(py::handle out, py::sequence inputs, int64_t device, uintptr_t stream,
+           uintptr_t workspace, size_t workspace_size) {
+    if (desc_ == nullptr) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": descriptor was destroyed");
+    }
+    if (static_cast<int32_t>(py::len(inputs)) != op_->num_inputs) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": expected " +
+                                            std::to_string(op_->num_inputs) + " inputs, got " +
+                                            std::to_string(py::len(inputs)));
+    }
+    oprt_python::Operand operands[kMaxInputs + 1];
+    const void* input_ptrs[kMaxInputs];
+    for (int32_t i = 0; i <= op_->num_inputs; ++i) {
+      const char* role = i == 0 ? "out" : op_->input_names[i - 1];
+      py::handle tensor = i == 0 ? out : py::handle(inputs[i - 1]);
+      if (!oprt_python::read_operand(tensor.ptr(), &operands[i], op_->name, role)) {
+        throw py::error_already_set();
+      }
+      check_bound_layout(role, operands[i], views_[i], device);
+      if (i > 0) input_ptrs[i - 1] = operands[i].data;
+    }
+    void* const handle = desc_;
+    oprt_status_t status;
+    std::string message;
+    {
+      py::gil_scoped_release release;
+      status = op_->execute(handle, reinterpret_cast<void*>(workspace), workspace_size,
+                            operands[0].data, input_ptrs, reinterpret_cast<void*>(stream));
+      if (status != OPRT_SUCCESS) message = oprt_last_error_message();
+    }
+    if (status != OPRT_SUCCESS) raise_error(status, message);
+  }
+
   void destroy() {
     if (desc_ == nullptr) return;
     void* desc = desc_;
@@ -179,7 +213,43 @@ class Descriptor {
   void* desc_ = nullptr;
   oprt_backend_t backend_;
   size_t workspace_size_ = 0;
+  std::vector<oprt_tensor_view_t> views_;  // out, then the inputs, as created
+
+  void check_bound_layout(const char* role, const oprt_python::Operand& now,
+                          const oprt_tensor_view_t& created, int64_t device) const {
+    bool same = now.dtype == created.dtype && now.ndim == created.ndim && now.device == device;
+    for (int d = 0; same && d < now.ndim; ++d) {
+      same = now.shape[d] == created.shape[d] && now.strides[d] == created.strides[d];
+    }
+    if (same) return;
+    auto text = [](const int64_t* values, int32_t ndim) {
+      std::string result = "[";
+      for (int d = 0; d < ndim; ++d) result += (d ? ", " : "") + std::to_string(values[d]);
+      return result + "]";
+    };
+    raise_error(OPRT_ERR_INVALID_ARG,
+                std::string(op_->name) + ": prepared run: " + role + " now has shape " +
+                    text(now.shape, now.ndim) + ", strides " + text(now.strides, now.ndim) +
+                    ", dtype code " + std::to_string(now.dtype) + " on " +
+                    oprt_python::device_text(now.device) +
+                    ", but the descriptor was created for shape " +
+                    text(created.shape, created.ndim) + ", strides " +
+                    text(created.strides, created.ndim) + ", dtype code " +
+                    std::to_string(created.dtype) + " on " + oprt_python::device_text(device) +
+                    " (was it resized, set_ or transposed in place?); prepare a new descriptor");
+  }
 };
+
+// A Descriptor reached through `self`, refusing one made by Descriptor.__new__
+// without its constructor (pybind11 would hand out uninitialised memory).
+Descriptor& constructed(py::handle self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self.ptr());
+  auto v_h = instance->get_value_and_holder();
+  if (!v_h.holder_constructed()) {
+    raise_error(OPRT_ERR_INVALID_ARG, "Descriptor was not made by its constructor");
+  }
+  return *static_cast<Descriptor*>(v_h.value_ptr());
+}
 
 py::list operators() {
   py::list table;
@@ -205,7 +275,8 @@ py::list operators() {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "Thin binding over the operator_runtime C ABI (use the operator_runtime package).";
 
-  error_type = PyErr_NewException("operator_runtime._C.Error", PyExc_RuntimeError, nullptr);
+  PyObject* error_type =
+      PyErr_NewException("operator_runtime._C.Error", PyExc_RuntimeError, nullptr);
   m.add_object("Error", py::handle(error_type));
 
 #define OPRT_EXPORT_CONSTANT(name) m.attr(#name) = static_cast<int>(name)
@@ -253,12 +324,34 @@ PYBIND11_MODULE(_C, m) {
            py::arg("params"),
            "Creates an operator descriptor on the given backend; a view is "
            "(data_ptr, dtype, shape, strides) with strides in elements.")
-      .def("execute", &Descriptor::execute, py::arg("out_ptr"), py::arg("input_ptrs"),
-           py::arg("stream") = 0, py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
-           "Launches on stream (0 = default); never synchronises.")
-      .def("destroy", &Descriptor::destroy, "Releases the descriptor; later calls are errors.")
-      .def_property_readonly("workspace_size", &Descriptor::workspace_size)
-      .def_property_readonly("backend", &Descriptor::backend)
-      .def_property_readonly("op_name", &Descriptor::op_name)
-      .def_property_readonly("destroyed", &Descriptor::destroyed);
+      .def(
+          "execute",
+          [](py::handle self, uintptr_t out, py::handle inputs, uintptr_t stream,
+             uintptr_t workspace, size_t workspace_size) {
+            constructed(self).execute(out, inputs, stream, workspace, workspace_size);
+          },
+          py::arg("out_ptr"), py::arg("input_ptrs"), py::arg("stream") = 0,
+          py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
+          "Launches on stream (0 = default) with raw data pointers; never synchronises.")
+      .def(
+          "run",
+          [](py::handle self, py::handle out, py::sequence inputs, int64_t device,
+             uintptr_t stream, uintptr_t workspace, size_t workspace_size) {
+            constructed(self).run(out, inputs, device, stream, workspace, workspace_size);
+          },
+          py::arg("out"), py::arg("inputs"), py::arg("device"), py::arg("stream") = 0,
+          py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
+          "Launches on the tensors themselves (device: their get_device()), after checking "
+          "that their layout is still create's and that they lie inside their storage.")
+      .def(
+          "destroy", [](py::handle self) { constructed(self).destroy(); },
+          "Releases the descriptor; later calls are errors.")
+      .def_property_readonly(
+          "workspace_size", [](py::handle self) { return constructed(self).workspace_size(); })
+      .def_property_readonly("backend",
+                             [](py::handle self) { return constructed(self).backend(); })
+      .def_property_readonly("op_name",
+                             [](py::handle self) { return constructed(self).op_name(); })
+      .def_property_readonly("destroyed",
+                             [](py::handle self) { return constructed(self).destroyed(); });
 }

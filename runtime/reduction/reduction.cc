@@ -160,11 +160,7 @@ ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
   return plan;
 }
 
-ReductionDescriptor* live_descriptor(const ReductionOp& op, const void* desc) {
-  if (!is_live(desc, op.name)) return nullptr;
-  return static_cast<ReductionDescriptor*>(
-      static_cast<Descriptor*>(const_cast<void*>(desc)));
-}
+using LiveReduction = LiveDescriptor<ReductionDescriptor>;
 
 oprt_status_t not_live(const ReductionOp& op) {
   return fail(OPRT_ERR_INVALID_ARG, "%s: descriptor is null, destroyed or not a %s descriptor",
@@ -228,7 +224,8 @@ oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, 
     return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
                 oprt_backend_string(backend));
   }
-  ReductionPlan plan = make_plan(op, *out, *in, normalized_axis);
+  ReductionPlan plan =
+      make_plan(op, layout_of_checked(*out), layout_of_checked(*in), normalized_axis);
   size_t workspace_bytes = 0;
   OPRT_RETURN_IF_ERROR(kernels->prepare(&plan, &workspace_bytes));
   auto* created = new (std::nothrow) ReductionDescriptor(op.name, backend);
@@ -236,10 +233,9 @@ oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, 
   created->kernels = kernels;
   created->plan = plan;
   created->workspace_bytes = workspace_bytes;
-  created->out_view = *out;
-  created->in_view = *in;
-  track(created);
-  *desc = static_cast<Descriptor*>(created);
+  created->out_view = layout_of_checked(*out);
+  created->in_view = layout_of_checked(*in);
+  *desc = track(created);
   return succeed();
 }
 
@@ -256,8 +252,8 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t 
 
 oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
                                            size_t* bytes) {
-  const ReductionDescriptor* live = live_descriptor(op, desc);
-  if (live == nullptr) return not_live(op);
+  const LiveReduction live(desc, op.name);
+  if (live.get() == nullptr) return not_live(op);
   if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op.name);
   *bytes = live->workspace_bytes;
   return succeed();
@@ -265,8 +261,8 @@ oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* de
 
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
                                 size_t workspace_size, void* out, const void* in, void* stream) {
-  const ReductionDescriptor* live = live_descriptor(op, desc);
-  if (live == nullptr) return not_live(op);
+  const LiveReduction live(desc, op.name);
+  if (live.get() == nullptr) return not_live(op);
   const ReductionPlan& plan = live->plan;
   if (has_no_work(plan)) return succeed();
   if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: out is null", op.name);
@@ -294,10 +290,7 @@ oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspa
 }
 
 oprt_status_t destroy_reduction(const ReductionOp& op, void* desc) {
-  ReductionDescriptor* live = live_descriptor(op, desc);
-  // untrack fails when another thread destroyed it since the check: leave it to that one.
-  if (live == nullptr || !untrack(live)) return not_live(op);
-  delete live;
+  if (!retire(desc, op.name)) return not_live(op);
   return succeed();
 }
 

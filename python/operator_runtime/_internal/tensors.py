@@ -21,16 +21,82 @@ DTYPE_CODES = {
 SUPPORTED_DTYPE_NAMES = "float32, float16, bfloat16"
 
 
-def as_tensor(op: str, role: str, value: Any) -> torch.Tensor:
-    """value itself if it is a torch tensor, else a zero-copy torch view of a
-    ``__dlpack__`` tensor (NumPy, CuPy, JAX, ...)."""
+def as_tensor(op: str, role: str, value: Any, writable: bool = False) -> torch.Tensor:
+    """value itself if it is a dense torch tensor, else a zero-copy torch view of a
+    ``__dlpack__`` tensor (NumPy, CuPy, JAX, ...). writable: the operator writes
+    into it (out), so read-only foreign memory and lazily negated or conjugated
+    views are refused."""
     if isinstance(value, torch.Tensor):
-        return value
-    if hasattr(value, "__dlpack__"):
+        tensor = value
+    elif hasattr(value, "__dlpack__"):
+        tensor = _from_dlpack(op, role, value, writable)
+    else:
+        raise InvalidArgumentError(
+            f"{op}: {role} must be a torch tensor or support __dlpack__, got {type(value).__name__}"
+        )
+    if tensor.layout != torch.strided or tensor.is_nested:
+        kind = "nested" if tensor.is_nested else str(tensor.layout).removeprefix("torch.")
+        raise InvalidArgumentError(
+            f"{op}: {role} is a {kind} tensor; oprt takes dense (strided) tensors"
+        )
+    # Dynamo cannot trace is_neg(); compiled graphs meet such an out in torch's
+    # own negation fallback, which raises.
+    if writable and not torch.compiler.is_compiling() and (tensor.is_neg() or tensor.is_conj()):
+        raise InvalidArgumentError(
+            f"{op}: {role} is a lazily {'negated' if tensor.is_neg() else 'conjugated'} view; "
+            f"write into a tensor without torch's negation or conjugation bit"
+        )
+    return tensor
+
+
+def _from_dlpack(op: str, role: str, value: Any, writable: bool) -> torch.Tensor:
+    # torch.from_dlpack aborts the process (an uncaught C++ error) on negative
+    # strides, so they are refused before it sees them; a buffer that cannot be
+    # written is refused for out, which DLPack itself does not say.
+    strides = getattr(value, "strides", None)
+    if isinstance(strides, tuple) and any(isinstance(s, int) and s < 0 for s in strides):
+        raise InvalidArgumentError(
+            f"{op}: {role} has negative strides {strides}; pass a copy with non-negative strides"
+        )
+    if writable and _read_only(value):
+        raise InvalidArgumentError(f"{op}: {role} is read-only memory and cannot be written")
+    try:
         return torch.from_dlpack(value)
-    raise InvalidArgumentError(
-        f"{op}: {role} must be a torch tensor or support __dlpack__, got {type(value).__name__}"
-    )
+    except (BufferError, RuntimeError, TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"{op}: {role} could not be taken through __dlpack__: {error}") from None
+
+
+def _read_only(value: Any) -> bool:
+    flags = getattr(value, "flags", None)
+    if flags is not None and getattr(flags, "writeable", True) is False:
+        return True
+    try:
+        with memoryview(value) as view:
+            return view.readonly
+    except (TypeError, ValueError, BufferError):
+        return False
+
+
+def check_bound(op: str, role: str, tensor: torch.Tensor, shape: tuple, strides: tuple) -> None:
+    """InvalidArgumentError unless tensor still has shape and strides and lies
+    inside its storage (the prepared run of a Python backend)."""
+    if tuple(tensor.shape) != shape or tensor.stride() != strides:
+        raise InvalidArgumentError(
+            f"{op}: prepared run: {role} now has shape {list(tensor.shape)}, strides "
+            f"{list(tensor.stride())}, but the descriptor was created for shape {list(shape)}, "
+            f"strides {list(strides)} (was it resized, set_ or transposed in place?); prepare a "
+            f"new descriptor"
+        )
+    if tensor.numel() == 0:
+        return
+    offset = tensor.storage_offset()
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    if offset + lo < 0 or (offset + hi + 1) * tensor.element_size() > tensor.untyped_storage().nbytes():
+        raise InvalidArgumentError(
+            f"{op}: {role} reaches past its storage ({tensor.untyped_storage().nbytes()} bytes "
+            f"from offset {offset} elements); was its storage resized or freed?"
+        )
 
 
 def dtype_code(op: str, role: str, tensor: torch.Tensor) -> int:

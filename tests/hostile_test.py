@@ -1,0 +1,371 @@
+"""Everything a Python program can do to oprt must end in a specific
+OperatorRuntimeError or the right result, never a crash, hang, stray write or
+wrong answer: prepared descriptors whose tensors changed storage, runs racing
+rebinds and destroys, stale C handles, foreign (__dlpack__) buffers, torch's
+negation bit, fork() while other threads use the runtime, a binding object made
+without its constructor, empty views with huge strides, non-strided tensors.
+
+Crash-prone cases run in a subprocess (a crash there fails the case instead of
+the whole run), over several seeds. Bazel runs this file on cpu as
+//tests:hostile_test, under --config=asan and --config=ubsan through
+//tests:sanitized, and plainly (the system allocator, which hands a freed
+descriptor's address to the next one, so stale handles meet reused memory);
+the GPU-runner bundle runs it on the nvidia backend too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import operator_runtime as ort
+from operator_runtime import _C
+from operator_runtime_testing.c_abi import (
+    BACKEND_CPU,
+    INVALID_ARG,
+    SUCCESS,
+    ViewPointer,
+    load_library,
+    make_view,
+)
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+SEEDS = [0, 1, 2]
+FORKS = 50
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def run_isolated(code: str, timeout: float = 120) -> str:
+    """Runs code in a fresh interpreter (with this process's path and
+    environment); returns its stdout, failing the test on a crash or a hang."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    try:
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                                text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the subprocess hung for {timeout} s")
+    assert result.returncode == 0, (
+        f"subprocess exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr[-3000:]}"
+    )
+    return result.stdout
+
+
+# ------------------------------------------- prepared descriptors, storage changes
+
+STORAGE_CHANGES = textwrap.dedent('''
+    import sys, torch, operator_runtime as ort
+    seed, device = {seed}, "{device}"
+    g = torch.Generator().manual_seed(seed)
+    rows, cols = 2 + seed, 33 + 7 * seed
+
+    def fresh():
+        x = torch.randn(rows, cols, generator=g).to(device)
+        return x, torch.empty_like(x)
+
+    def refused(change, target="out"):
+        x, out = fresh()
+        p = ort.prepare_softmax(out, x)
+        p.run()
+        change(out if target == "out" else x)
+        try:
+            p.run()
+        except ort.InvalidArgumentError as error:
+            assert "prepared run" in error.message or "storage" in error.message, error.message
+            print("refused", flush=True)
+        else:
+            raise SystemExit("a changed tensor was run")
+        p.destroy()
+
+    refused(lambda t: t.resize_(1))
+    refused(lambda t: t.resize_(rows * cols * 4))
+    refused(lambda t: t.t_())
+    refused(lambda t: t.untyped_storage().resize_(0))
+    refused(lambda t: t.untyped_storage().resize_(0), target="input")
+    refused(lambda t: t.set_(torch.empty(3, device=device)))
+
+    # Memory that moved but keeps the layout is run where it now is.
+    x, out = fresh()
+    p = ort.prepare_softmax(out, x)
+    new_x = torch.randn(rows, cols, generator=g).to(device)
+    x.data = new_x
+    p.run()
+    torch.testing.assert_close(out, torch.softmax(new_x, -1))
+    other = torch.empty(rows, cols, device=device)
+    out.set_(other.untyped_storage(), 0, (rows, cols), (cols, 1))
+    p.run()
+    torch.testing.assert_close(other, torch.softmax(new_x, -1))
+    print("moved ok")
+''')
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prepared_tensors_whose_storage_changed(seed, device):
+    output = run_isolated(STORAGE_CHANGES.format(seed=seed, device=device))
+    assert output.count("refused") == 6 and "moved ok" in output, output
+
+
+def test_calls_on_tensors_past_their_storage_are_refused(device):
+    x = torch.randn(64, device=device)
+    x.untyped_storage().resize_(16)
+    with pytest.raises(ort.InvalidArgumentError, match="reaches past its storage"):
+        ort.relu(x)
+    out = torch.empty(64, device=device)
+    out.untyped_storage().resize_(0)
+    with pytest.raises(ort.OperatorRuntimeError):
+        ort.relu_(out, torch.randn(64, device=device))
+
+
+# --------------------------------------------------------------- threads
+
+THREADS = textwrap.dedent('''
+    import threading, torch, operator_runtime as ort
+    device, seed = "{device}", {seed}
+    torch.manual_seed(seed)
+    n = 1 << 20
+    errors = []
+    x = torch.randn(n, device=device)
+    p = ort.prepare_relu(torch.empty(n, device=device), x)
+    stop = threading.Event()
+
+    def runner():
+        while not stop.is_set():
+            try:
+                p.run()
+            except ort.InvalidArgumentError as error:
+                if "destroyed" not in error.message:
+                    errors.append(error)
+
+    def rebinder():
+        for _ in range(200):
+            p.run(torch.randn(n, device=device), out=torch.empty(n, device=device))
+
+    threads = [threading.Thread(target=runner) for _ in range(3)] + [threading.Thread(target=rebinder)]
+    for t in threads: t.start()
+    threads[-1].join()
+    p.destroy()  # while the runners still run
+    stop.set()
+    for t in threads[:-1]: t.join()
+    assert not errors, errors
+    q = ort.prepare_relu(torch.empty(8, device=device), torch.randn(8, device=device))
+    torch.testing.assert_close(q.run(), torch.relu(q._inputs[0]))
+    print("threads ok")
+''')
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rebind_and_destroy_race_runs_in_flight(seed, device):
+    assert "threads ok" in run_isolated(THREADS.format(device=device, seed=seed))
+
+
+# --------------------------------------------------------- stale C handles
+
+LIB = load_library()
+
+
+def _create_relu(n: int, source: torch.Tensor, result: torch.Tensor) -> ctypes.c_void_p:
+    entry = LIB.oprt_find_operator(b"relu").contents
+    in_view = make_view(source.data_ptr(), torch.float32, (n,), (1,))
+    out_view = make_view(result.data_ptr(), torch.float32, (n,), (1,))
+    inputs = (ViewPointer * 1)(ctypes.pointer(in_view))
+    desc = ctypes.c_void_p()
+    assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None) == SUCCESS
+    return desc
+
+
+def test_stale_handles_stay_dead_when_memory_is_reused():
+    entry = LIB.oprt_find_operator(b"relu").contents
+    small_in, small_out = torch.randn(4), torch.zeros(4)
+    big_in, big_out = torch.randn(1 << 16), torch.zeros(1 << 16)
+    seen = set()
+    for _ in range(500):
+        stale = _create_relu(1 << 16, big_in, big_out)
+        seen.add(stale.value)
+        assert entry.destroy(stale) == SUCCESS
+        live = _create_relu(4, small_in, small_out)
+        inputs = (ctypes.c_void_p * 1)(big_in.data_ptr())
+        # The stale handle of the big problem must not run the new small descriptor.
+        assert entry.execute(stale, None, 0, big_out.data_ptr(), inputs, None) == INVALID_ARG
+        assert entry.destroy(stale) == INVALID_ARG
+        ok_inputs = (ctypes.c_void_p * 1)(small_in.data_ptr())
+        assert entry.execute(live, None, 0, small_out.data_ptr(), ok_inputs, None) == SUCCESS
+        assert entry.destroy(live) == SUCCESS
+    torch.testing.assert_close(small_out, torch.relu(small_in))
+    assert len(seen) == 500, "handles repeat"
+
+
+def test_a_foreign_pointer_is_not_a_descriptor():
+    entry = LIB.oprt_find_operator(b"copy").contents
+    bogus = ctypes.c_void_p(ctypes.addressof(ctypes.create_string_buffer(64)))
+    assert entry.destroy(bogus) == INVALID_ARG
+    assert entry.execute(ctypes.c_void_p(0xDEAD00000001), None, 0, None, None, None) == INVALID_ARG
+
+
+def test_empty_views_with_huge_strides_create_and_run():
+    entry = LIB.oprt_find_operator(b"vector_add").contents
+    huge = 1 << 62
+    buffer = torch.zeros(1)
+    view = make_view(buffer.data_ptr(), torch.float32, (0, huge, huge), (huge, huge, -huge + 1))
+    inputs = (ViewPointer * 2)(ctypes.pointer(view), ctypes.pointer(view))
+    desc = ctypes.c_void_p()
+    assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(view), inputs, None) == SUCCESS
+    pointers = (ctypes.c_void_p * 2)(buffer.data_ptr(), buffer.data_ptr())
+    assert entry.execute(desc, None, 0, buffer.data_ptr(), pointers, None) == SUCCESS
+    assert entry.destroy(desc) == SUCCESS
+    for name in (b"reduce_sum", b"softmax"):
+        entry = LIB.oprt_find_operator(name).contents
+        out_view = make_view(buffer.data_ptr(), torch.float32,
+                             (0, huge) if name == b"reduce_sum" else (0, huge, huge),
+                             (huge, huge) if name == b"reduce_sum" else (huge, huge, -huge + 1))
+        inputs = (ViewPointer * 1)(ctypes.pointer(view))
+        assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None) == SUCCESS
+        assert entry.destroy(desc) == SUCCESS
+
+
+def test_a_binding_object_made_without_its_constructor():
+    descriptor = _C.Descriptor.__new__(_C.Descriptor)
+    for use in (lambda: descriptor.workspace_size, descriptor.destroy,
+                lambda: descriptor.execute(0, []), lambda: descriptor.run(None, [], -1)):
+        with pytest.raises(ort.OperatorRuntimeError, match="not made by its constructor"):
+            use()
+
+
+# ---------------------------------------------------------- foreign buffers
+
+DLPACK_NEGATIVE = '''
+import numpy as np, torch, operator_runtime as ort
+array = np.arange(12, dtype=np.float32)[::-1]
+for call in (lambda: ort.relu(array), lambda: ort.relu_(np.zeros(12, np.float32)[::-1], torch.ones(12))):
+    try:
+        call()
+    except ort.InvalidArgumentError as error:
+        assert "negative strides" in error.message, error.message
+        print("refused")
+'''
+
+
+def test_dlpack_negative_strides_are_refused():
+    assert run_isolated(DLPACK_NEGATIVE).count("refused") == 2
+
+
+def test_read_only_foreign_outputs_are_never_written(tmp_path):
+    source = torch.randn(6)
+    frozen = np.zeros(6, dtype=np.float32)
+    frozen.flags.writeable = False
+    from_bytes = np.frombuffer(bytes(24), dtype=np.float32)
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(24))
+    mapped = np.memmap(path, dtype=np.float32, mode="r", shape=(6,))
+    for out in (frozen, from_bytes, mapped):
+        with pytest.raises(ort.InvalidArgumentError, match="read-only memory"):
+            ort.relu_(out, source)
+        with pytest.raises(ort.InvalidArgumentError, match="read-only memory"):
+            ort.prepare_relu(out, source)
+    assert not frozen.any() and not from_bytes.any()
+    del mapped
+    assert path.read_bytes() == bytes(24)
+    writable = np.zeros(6, dtype=np.float32)
+    ort.relu_(writable, source)
+    np.testing.assert_allclose(writable, torch.relu(source).numpy())
+
+
+# ---------------------------------------------------------- negation bit
+
+def test_negated_views(device):
+    x = torch.randn(5, 7, device=device)
+    negated = torch._neg_view(x)
+    assert negated.is_neg()
+    torch.testing.assert_close(ort.relu(negated, 0.25), torch.nn.functional.leaky_relu(-x, 0.25))
+    torch.testing.assert_close(ort.softmax(negated, 0), torch.softmax(-x, 0))
+    with pytest.raises(ort.InvalidArgumentError, match="lazily negated"):
+        ort.relu_(torch._neg_view(torch.zeros(5, 7, device=device)), x)
+    with pytest.raises(ort.InvalidArgumentError, match="lazily negated"):
+        with ort.prepare_relu(torch.empty(5, 7, device=device), negated) as prepared:
+            prepared.run()
+
+
+# -------------------------------------------------------------------- fork
+
+FORK = '''
+import os, threading, time, torch, operator_runtime as ort
+stop = threading.Event()
+
+def churn():  # creates and destroys descriptors without pause
+    n = 1
+    while not stop.is_set():
+        n = n % 97 + 1
+        x = torch.randn(3, n)
+        ort.softmax(x)
+        with ort.prepare_relu(torch.empty(3, n), x) as p:
+            p.run()
+        if n % 13 == 0:
+            ort.clear_descriptor_cache()
+
+workers = [threading.Thread(target=churn) for _ in range(2)]
+for w in workers: w.start()
+hung = failed = 0
+for _ in range({forks}):
+    time.sleep(0.002)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            y = ort.softmax(torch.ones(2, 5))
+            with ort.prepare_copy(torch.empty(4), torch.ones(4)) as p:
+                p.run()
+            os._exit(0 if torch.allclose(y, torch.full((2, 5), 0.2)) else 3)
+        except BaseException:
+            os._exit(4)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            failed += os.waitstatus_to_exitcode(status) != 0
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9); os.waitpid(pid, 0); hung += 1
+            break
+        time.sleep(0.001)
+stop.set()
+for w in workers: w.join()
+print(f"forks {forks} hung {{hung}} failed {{failed}}")
+'''
+
+
+def test_fork_while_other_threads_use_the_runtime():
+    output = run_isolated(FORK.format(forks=FORKS), timeout=600)
+    assert f"forks {FORKS} hung 0 failed 0" in output, output
+
+
+# ------------------------------------------------------- tensors oprt refuses
+
+def test_sparse_mkldnn_and_nested_tensors_are_refused():
+    dense = torch.randn(4, 4)
+    tensors = {"sparse_coo": dense.to_sparse(), "sparse_csr": dense.to_sparse_csr(),
+               "nested": torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])}
+    if torch.backends.mkldnn.is_available():
+        tensors["_mkldnn"] = dense.to_mkldnn()
+    for kind, tensor in tensors.items():
+        with pytest.raises(ort.InvalidArgumentError, match=f"is a {kind} tensor; oprt takes dense"):
+            ort.relu(tensor)
+        with pytest.raises(ort.InvalidArgumentError, match=f"is a {kind} tensor"):
+            ort.copy_(tensor, tensor)
+
+
+def test_non_bool_keepdim_is_refused():
+    for keepdim in ("no", 0, None):
+        with pytest.raises(ort.InvalidArgumentError, match="keepdim must be a bool"):
+            ort.reduce_sum(torch.randn(3, 4), 1, keepdim=keepdim)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
