@@ -1,181 +1,17 @@
-// operator_runtime._C.run: the call path of ort.<op> and ort.<op>_. One Python
-// crossing per call: the tensors arrive as they are, are read once here, and a
-// bounded LRU cache of descriptors keyed by everything create validates except
-// the data pointers (op, backend, device, dtypes, shapes, strides, params)
-// serves the call. Execute re-checks the call's own pointers (overlap, null),
-// so a descriptor created for one set of tensors is safe for any other of the
-// same layouts.
+// operator_runtime._C.run: ort.<op>'s call path from Python (the torch.library
+// kernels' fallback, library.py). One Python crossing per call: the tensors
+// arrive as they are, are read once here, and the descriptor cache
+// (descriptor_cache.h) serves the call.
 #include "runtime/python/cached_call.h"
 
-#include <pthread.h>
-
 #include <cstdint>
-#include <cstring>
-#include <list>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include <operator_runtime/api.h>
 
 namespace oprt_python {
 namespace {
-
-constexpr int kMaxOperands = 9;  // out and up to kMaxInputs inputs
-constexpr int kMaxParams = 8;
-constexpr size_t kDefaultCapacity = 256;
-
-struct Key {
-  int32_t op = 0;
-  int32_t backend = 0;
-  int32_t num_operands = 0;
-  int32_t num_params = 0;
-  Operand operands[kMaxOperands];
-  double params[kMaxParams] = {};
-
-  bool operator==(const Key& other) const {
-    if (op != other.op || backend != other.backend || num_operands != other.num_operands ||
-        num_params != other.num_params) {
-      return false;
-    }
-    for (int i = 0; i < num_operands; ++i) {
-      const Operand& a = operands[i];
-      const Operand& b = other.operands[i];
-      if (a.device != b.device || a.dtype != b.dtype || a.ndim != b.ndim) return false;
-      for (int d = 0; d < a.ndim; ++d) {
-        if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
-      }
-    }
-    // Bitwise, so -0.0 and 0.0 (or two NaNs) are different keys rather than a wrong hit.
-    return std::memcmp(params, other.params, sizeof(double) * num_params) == 0;
-  }
-};
-
-struct KeyHash {
-  size_t operator()(const Key& key) const {
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields that take part in ==
-    auto mix = [&h](uint64_t value) {
-      h ^= value;
-      h *= 1099511628211ull;
-    };
-    mix(static_cast<uint64_t>(key.op) << 32 | static_cast<uint32_t>(key.backend));
-    for (int i = 0; i < key.num_operands; ++i) {
-      const Operand& operand = key.operands[i];
-      mix(static_cast<uint64_t>(operand.device));
-      mix(static_cast<uint64_t>(operand.dtype) << 32 | static_cast<uint32_t>(operand.ndim));
-      for (int d = 0; d < operand.ndim; ++d) {
-        mix(static_cast<uint64_t>(operand.shape[d]));
-        mix(static_cast<uint64_t>(operand.strides[d]));
-      }
-    }
-    for (int i = 0; i < key.num_params; ++i) {
-      uint64_t bits;
-      std::memcpy(&bits, &key.params[i], sizeof(bits));
-      mix(bits);
-    }
-    return static_cast<size_t>(h);
-  }
-};
-
-// A created descriptor; destroyed when the cache has dropped it and no call
-// still executes it.
-struct CachedDescriptor {
-  const oprt_operator_t* op = nullptr;
-  void* desc = nullptr;
-  size_t workspace_size = 0;
-  ~CachedDescriptor() {
-    if (desc != nullptr) op->destroy(desc);
-  }
-};
-
-class DescriptorCache {
- public:
-  std::shared_ptr<CachedDescriptor> find(const Key& key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it == index_.end()) {
-      ++misses_;
-      return nullptr;
-    }
-    ++hits_;
-    order_.splice(order_.begin(), order_, it->second);
-    return it->second->second;
-  }
-
-  // Inserts created unless another thread inserted the same key meanwhile;
-  // returns the entry the call should use.
-  std::shared_ptr<CachedDescriptor> insert(const Key& key,
-                                           std::shared_ptr<CachedDescriptor> created) {
-    std::shared_ptr<CachedDescriptor> evicted;  // destroyed after the lock is released
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;
-    if (capacity_ == 0) return created;
-    if (order_.size() >= capacity_) {
-      evicted = std::move(order_.back().second);
-      index_.erase(order_.back().first);
-      order_.pop_back();
-    }
-    order_.emplace_front(key, created);
-    index_.emplace(key, order_.begin());
-    return created;
-  }
-
-  void clear() {
-    std::list<Entry> dropped;
-    std::lock_guard<std::mutex> lock(mutex_);
-    index_.clear();
-    dropped.swap(order_);
-  }
-
-  void set_capacity(size_t capacity) {
-    std::list<Entry> dropped;
-    std::lock_guard<std::mutex> lock(mutex_);
-    capacity_ = capacity;
-    while (order_.size() > capacity_) {
-      index_.erase(order_.back().first);
-      dropped.splice(dropped.begin(), order_, std::prev(order_.end()));
-    }
-  }
-
-  py::dict info() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    py::dict result;
-    result["size"] = order_.size();
-    result["capacity"] = capacity_;
-    result["hits"] = hits_;
-    result["misses"] = misses_;
-    return result;
-  }
-
-  // fork() copies a mutex in whatever state another thread left it: hold it
-  // across the fork so both processes start with it unlocked and the map whole.
-  void lock_for_fork() { mutex_.lock(); }
-  void unlock_after_fork() { mutex_.unlock(); }
-
- private:
-  using Entry = std::pair<Key, std::shared_ptr<CachedDescriptor>>;
-  std::mutex mutex_;
-  std::list<Entry> order_;  // most recently used first
-  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index_;
-  size_t capacity_ = kDefaultCapacity;
-  uint64_t hits_ = 0;
-  uint64_t misses_ = 0;
-};
-
-// Leaked on purpose: calls may still run while the interpreter finalises.
-DescriptorCache& cache() {
-  static DescriptorCache* instance = new DescriptorCache();
-  return *instance;
-}
-
-std::vector<const oprt_operator_t*>& operator_table() {
-  static std::vector<const oprt_operator_t*> table;
-  return table;
-}
 
 // The torch dtype objects the Python layer registered, by C dtype code.
 struct DtypeCode {
@@ -363,35 +199,34 @@ PyObject* run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   const long op_index = PyLong_AsLong(args[0]);
   if (PyErr_Occurred()) return nullptr;
-  const auto& table = operator_table();
-  if (op_index < 0 || static_cast<size_t>(op_index) >= table.size()) {
+  const oprt_operator_t* op = operator_at(static_cast<int32_t>(op_index));
+  if (op == nullptr) {
     return set_error(OPRT_ERR_INVALID_ARG, "run: operator index " + std::to_string(op_index) +
                                                " out of range");
   }
-  const oprt_operator_t* op = table[static_cast<size_t>(op_index)];
-  Key key;
-  key.op = static_cast<int32_t>(op_index);
-  key.backend = static_cast<int32_t>(PyLong_AsLong(args[1]));
-  void* stream = PyLong_AsVoidPtr(args[2]);
-  void* workspace = PyLong_AsVoidPtr(args[3]);
-  const size_t workspace_size = PyLong_AsSize_t(args[4]);
+  Call call;
+  call.op_index = static_cast<int32_t>(op_index);
+  call.backend = static_cast<int32_t>(PyLong_AsLong(args[1]));
+  call.stream = PyLong_AsVoidPtr(args[2]);
+  call.workspace = PyLong_AsVoidPtr(args[3]);
+  call.workspace_size = PyLong_AsSize_t(args[4]);
   if (PyErr_Occurred()) return nullptr;
 
   PyObject* params = PySequence_Fast(args[5], "params must be a sequence of numbers");
   if (params == nullptr) return nullptr;
   const Py_ssize_t num_params = PySequence_Fast_GET_SIZE(params);
-  if (num_params != op->num_params) {
+  if (num_params != op->num_params || num_params > kMaxParams) {
     Py_DECREF(params);
     return set_error(OPRT_ERR_INVALID_ARG, std::string(op->name) + ": expected " +
                                                std::to_string(op->num_params) + " params, got " +
                                                std::to_string(num_params));
   }
   for (Py_ssize_t i = 0; i < num_params; ++i) {
-    key.params[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(params, i));
+    call.params[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(params, i));
   }
   Py_DECREF(params);
   if (PyErr_Occurred()) return nullptr;
-  key.num_params = static_cast<int32_t>(num_params);
+  call.num_params = static_cast<int32_t>(num_params);
 
   const Py_ssize_t num_inputs = nargs - kFixed;
   if (num_inputs != op->num_inputs) {
@@ -399,73 +234,35 @@ PyObject* run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
                                                std::to_string(op->num_inputs) + " inputs, got " +
                                                std::to_string(num_inputs));
   }
-  key.num_operands = static_cast<int32_t>(1 + num_inputs);
+  call.num_operands = static_cast<int32_t>(1 + num_inputs);
   // Inputs first, so a bad dtype is reported where the caller gave it.
   for (Py_ssize_t i = 0; i < num_inputs; ++i) {
-    if (!read_operand(args[kFixed + i], &key.operands[1 + i], op->name, op->input_names[i])) {
+    if (!read_operand(args[kFixed + i], &call.operands[1 + i], op->name, op->input_names[i])) {
       return nullptr;
     }
   }
-  if (!read_operand(args[6], &key.operands[0], op->name, "out")) return nullptr;
-  for (int i = 1; i < key.num_operands; ++i) {
-    if (key.operands[i].device != key.operands[0].device) {
+  if (!read_operand(args[6], &call.operands[0], op->name, "out")) return nullptr;
+  for (int i = 1; i < call.num_operands; ++i) {
+    if (call.operands[i].device != call.operands[0].device) {
       return set_error(OPRT_ERR_INVALID_ARG,
                        std::string(op->name) + ": tensors are on different devices (out on " +
-                           device_text(key.operands[0].device) + ", " + op->input_names[i - 1] +
-                           " on " + device_text(key.operands[i].device) + ")");
+                           device_text(call.operands[0].device) + ", " + op->input_names[i - 1] +
+                           " on " + device_text(call.operands[i].device) + ")");
     }
   }
 
-  void* input_ptrs[kMaxOperands - 1];
-  for (int i = 0; i + 1 < key.num_operands; ++i) input_ptrs[i] = key.operands[1 + i].data;
-
-  oprt_status_t status = OPRT_SUCCESS;
-  std::string message;
-  size_t needed = 0;
+  CallResult result;
   {
     // A CPU kernel can run long; other Python threads go on meanwhile.
     PyThreadState* thread_state = PyEval_SaveThread();
-    std::shared_ptr<CachedDescriptor> entry = cache().find(key);
-    if (entry == nullptr) {
-      oprt_tensor_view_t views[kMaxOperands];
-      const oprt_tensor_view_t* input_views[kMaxOperands - 1];
-      for (int i = 0; i < key.num_operands; ++i) {
-        const Operand& operand = key.operands[i];
-        views[i].data = operand.data;
-        views[i].dtype = static_cast<oprt_dtype_t>(operand.dtype);
-        views[i].ndim = operand.ndim;
-        std::memcpy(views[i].shape, operand.shape, sizeof(operand.shape));
-        std::memcpy(views[i].strides, operand.strides, sizeof(operand.strides));
-        if (i > 0) input_views[i - 1] = &views[i];
-      }
-      auto created = std::make_shared<CachedDescriptor>();
-      created->op = op;
-      status = op->create(&created->desc, static_cast<oprt_backend_t>(key.backend), &views[0],
-                          input_views, key.params);
-      if (status == OPRT_SUCCESS) {
-        status = op->get_workspace_size(created->desc, &created->workspace_size);
-      }
-      if (status == OPRT_SUCCESS) {
-        entry = cache().insert(key, std::move(created));
-      } else {
-        message = oprt_last_error_message();
-      }
-    }
-    if (entry != nullptr) {
-      if (workspace_size < entry->workspace_size) {
-        needed = entry->workspace_size;
-      } else {
-        status = op->execute(entry->desc, workspace, workspace_size, key.operands[0].data,
-                             input_ptrs, stream);
-        if (status != OPRT_SUCCESS) message = oprt_last_error_message();
-      }
-    }
+    result = execute_cached(call);
     PyEval_RestoreThread(thread_state);
   }
-  if (status != OPRT_SUCCESS) {
-    return set_error(status, message.empty() ? oprt_status_string(status) : message);
+  if (result.status != OPRT_SUCCESS) {
+    return set_error(result.status,
+                     result.message.empty() ? oprt_status_string(result.status) : result.message);
   }
-  return PyLong_FromSize_t(needed);
+  return PyLong_FromSize_t(result.needed_workspace);
 }
 
 PyMethodDef run_method = {
@@ -488,15 +285,7 @@ void add_cached_call(py::module_& m, PyObject* error) {
   str_nbytes = PyUnicode_InternFromString("nbytes");
   str_is_neg = PyUnicode_InternFromString("is_neg");
   str_is_conj = PyUnicode_InternFromString("is_conj");
-  auto& table = operator_table();
-  for (int32_t i = 0; i < oprt_operator_count(); ++i) table.push_back(oprt_operator_at(i));
-
-  static bool fork_handlers_installed = false;
-  if (!fork_handlers_installed) {
-    fork_handlers_installed = true;
-    pthread_atfork([] { cache().lock_for_fork(); }, [] { cache().unlock_after_fork(); },
-                   [] { cache().unlock_after_fork(); });
-  }
+  load_operator_table();
 
   m.add_object("run", py::reinterpret_steal<py::object>(PyCFunction_New(&run_method, nullptr)));
   m.def(
@@ -515,11 +304,21 @@ void add_cached_call(py::module_& m, PyObject* error) {
       py::arg("type"),
       "Makes every failure raise type(status, message) and names it _C.Error (the "
       "package passes a subclass of its OperatorRuntimeError).");
-  m.def("cache_info", [] { return cache().info(); },
+  m.def(
+      "cache_info",
+      [] {
+        const CacheInfo info = cache_info();
+        py::dict result;
+        result["size"] = info.size;
+        result["capacity"] = info.capacity;
+        result["hits"] = info.hits;
+        result["misses"] = info.misses;
+        return result;
+      },
         "The descriptor cache of run(): size, capacity, hits, misses.");
-  m.def("cache_clear", [] { cache().clear(); },
+  m.def("cache_clear", [] { cache_clear(); },
         "Destroys every cached descriptor (those executing now once they finish).");
-  m.def("cache_set_capacity", [](size_t capacity) { cache().set_capacity(capacity); },
+  m.def("cache_set_capacity", [](size_t capacity) { cache_set_capacity(capacity); },
         py::arg("capacity"), "Bounds the cache (0 disables it), dropping the least recent.");
 }
 

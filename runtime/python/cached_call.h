@@ -11,17 +11,9 @@ namespace py = pybind11;
 
 #include <operator_runtime/api.h>
 
-namespace oprt_python {
+#include "runtime/python/descriptor_cache.h"
 
-// One tensor as the C runtime needs it, read from the torch tensor itself.
-struct Operand {
-  void* data = nullptr;
-  int64_t device = -1;  // tensor.get_device(): -1 on the CPU
-  int32_t dtype = 0;
-  int32_t ndim = 0;
-  int64_t shape[OPRT_MAX_DIMS] = {};
-  int64_t strides[OPRT_MAX_DIMS] = {};
-};
+namespace oprt_python {
 
 // Reads tensor's dtype, shape, strides, device and data pointer; refuses, with
 // _C.Error set, an unsupported dtype, more than OPRT_MAX_DIMS dims, a lazily

@@ -42,7 +42,7 @@ use_library() {
     mkdir -p "$(dirname "$built")"
     ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
       -I include -I . -isystem "$pybind_include" -isystem "$python_include" \
-      runtime/python/module.cc runtime/python/cached_call.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
+      runtime/python/module.cc runtime/python/cached_call.cc runtime/python/descriptor_cache.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
   fi
   ln -sfn "$here/$built" "python/operator_runtime/_C$ext"
 }
