@@ -103,6 +103,10 @@ def set_default_backend(name: str | None) -> None:
     global _default_backend
     _default_backend = None if name is None else check_name(name)
     _resolved.clear()
+    # The C++ kernels of the torch ops (torch_kernels.cc) read the default too.
+    _C.set_default_backend_code(
+        -1 if name is None else NATIVE_BACKEND_CODES.get(name, -2)
+    )
 
 
 def get_default_backend() -> str | None:

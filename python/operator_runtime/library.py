@@ -7,12 +7,16 @@ parameters are floats, and reductions' functional op adds ``bool keepdim``)::
     oprt::softmax(Tensor input, int dim=-1, *, str? backend=None) -> Tensor
     oprt::softmax_out(Tensor(a!) out, Tensor input, int dim=-1, *, str? backend=None) -> ()
 
-Each has one kernel for the CPU and CUDA dispatch keys, which runs the op
-through the C runtime's descriptor cache (``_C.run``) on the backend named, or
-chosen as ``backends.resolve`` describes, and a fake kernel (shapes only) for
-FakeTensor, meta tensors, torch.compile and torch.export. ``ort.<op>`` and
-``ort.<op>_`` call these ops, so torch sees every call: its version counter,
-its tracers and its compilers.
+Each has one C++ kernel for the CPU and CUDA dispatch keys
+(runtime/python/torch_kernels.cc), which runs the op through the C runtime's
+descriptor cache with no Python on the way, and a fake kernel (shapes only)
+for FakeTensor, meta tensors, torch.compile and torch.export. Every call the
+C++ fast path does not take (a tensor that requires grad, a dtype or layout
+the runtime refuses, a Python backend such as tilelang, a failing C call) goes
+to the op's Python implementation, ``oprt::_python_<op>[_out]`` (below),
+which runs it through ``_C.run`` or raises the library's exception.
+``ort.<op>`` and ``ort.<op>_`` call these ops, so torch sees every call: its
+version counter, its tracers and its compilers.
 
 Autograd: oprt has no backward operators yet, so a call in which an input
 requires grad (with grad mode on) raises AutogradError naming the operator, as
@@ -52,6 +56,11 @@ for _dtype, _code in tensors.DTYPE_CODES.items():
 
 def out_variant_name(op: str) -> str:
     return op + "_out"
+
+
+def python_op_name(op: str) -> str:
+    """The internal op holding op's Python implementation."""
+    return "_python_" + op
 
 
 def _param_schema(info: OperatorInfo) -> list[str]:
@@ -227,13 +236,14 @@ def _out_kernel(info: OperatorInfo, fake: bool = False):
 
 
 def _register(info: OperatorInfo) -> tuple[Any, Any]:
-    functional_schema, out_schema = schemas(info)
-    _LIBRARY.define(functional_schema)
-    _LIBRARY.define(out_schema)
     out_name = out_variant_name(info.name)
-    for key in _DISPATCH_KEYS:
-        _LIBRARY.impl(info.name, _functional_kernel(info), key)
-        _LIBRARY.impl(out_name, _out_kernel(info), key)
+    for name, schema, kernel in zip(
+        (info.name, out_name), schemas(info), (_functional_kernel(info), _out_kernel(info))
+    ):
+        _LIBRARY.define(schema)
+        _LIBRARY.define(python_op_name(name) + schema[len(name):])
+        for key in _DISPATCH_KEYS:
+            _LIBRARY.impl(python_op_name(name), kernel, key)
     torch.library.register_fake(
         f"{NAMESPACE}::{info.name}", _functional_kernel(info, fake=True), lib=_LIBRARY
     )
@@ -244,3 +254,8 @@ def _register(info: OperatorInfo) -> tuple[Any, Any]:
 
 # op name -> (functional OpOverload, out-variant OpOverload)
 TORCH_OPS: dict[str, tuple[Any, Any]] = {name: _register(info) for name, info in OPERATORS.items()}
+_C.register_torch_kernels(NAMESPACE, [
+    (name, info.index, out_variant, python_op_name(name))
+    for info in OPERATORS.values()
+    for name, out_variant in ((info.name, False), (out_variant_name(info.name), True))
+])

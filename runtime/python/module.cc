@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <operator_runtime/api.h>
 
 #include "runtime/python/cached_call.h"
+#include "runtime/python/torch_kernels.h"
 
 namespace py = pybind11;
 
@@ -300,6 +302,25 @@ PYBIND11_MODULE(_C, m) {
 #undef OPRT_EXPORT_CONSTANT
 
   oprt_python::add_cached_call(m, error_type);
+
+  m.def(
+      "register_torch_kernels",
+      [](const std::string& ns, const std::vector<std::tuple<std::string, int, bool, std::string>>&
+                                    ops) {
+        std::vector<oprt_python::TorchKernel> kernels;
+        for (const auto& [op, index, out_variant, python_op] : ops) {
+          kernels.push_back({op, static_cast<int32_t>(index), out_variant, python_op});
+        }
+        oprt_python::register_torch_kernels(ns, kernels);
+      },
+      py::arg("namespace"), py::arg("ops"),
+      "Registers the C++ CPU and CUDA kernels of ops, given as (op, operator index, "
+      "out_variant, python_op); python_op takes every call the C++ fast path does not.");
+  m.def(
+      "set_default_backend_code", [](int code) { oprt_python::set_default_backend(code); },
+      py::arg("code"),
+      "The C++ kernels' backend for calls that name none: a native code, -1 by device, "
+      "-2 a Python backend.");
 
   m.def("operators", &operators,
         "The built-in operators as (name, kind, input_names, param_names, param_defaults).");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs oprt's tests on a GPU host that has no Bazel.
-# Needs: Python >= 3.10 with torch, pybind11 and pytest, a C++17 compiler, a CUDA driver.
+# Needs: Python >= 3.10 with torch (and its C++ headers), pybind11 and pytest, a C++17
+# compiler, a CUDA driver.
 # usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia metax tilelang"] [-- extra pytest args]
 # Builds the thin pybind11 binding for this host's Python against a bundled
 # library, then runs each operator's case table per backend and the cross-operator
@@ -27,8 +28,8 @@ python=${PYTHON:-python3}
 cd "$here" || exit 1
 
 ext=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
-read -r pybind_include python_include < <("$python" -c \
-  'import pybind11, sysconfig; print(pybind11.get_include(), sysconfig.get_paths()["include"])') || exit 1
+read -r pybind_include python_include torch_dir cxx11_abi < <("$python" -c \
+  'import os, pybind11, sysconfig, torch; print(pybind11.get_include(), sysconfig.get_paths()["include"], os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI))') || exit 1
 
 library_of() {
   if [ "$1" = metax ]; then echo liboperator_runtime_metax_compat.so; else echo liboperator_runtime.so; fi
@@ -40,9 +41,13 @@ use_library() {
   if [ ! -f "$built" ]; then
     echo "run_tests.sh: building operator_runtime._C$ext against lib/$1"
     mkdir -p "$(dirname "$built")"
-    ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden \
-      -I include -I . -isystem "$pybind_include" -isystem "$python_include" \
-      runtime/python/module.cc runtime/python/cached_call.cc runtime/python/descriptor_cache.cc -L lib -l:"$1" -Wl,-rpath,"$here/lib" -o "$built" || return 1
+    # pybind11's own headers come before torch's bundled copy; the torch kernels
+    # build against this host's torch (its headers, libc10 and libtorch_cpu).
+    ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI="$cxx11_abi" \
+      -I include -I . -isystem "$pybind_include" -isystem "$python_include" -isystem "$torch_dir/include" \
+      runtime/python/module.cc runtime/python/cached_call.cc runtime/python/descriptor_cache.cc \
+      runtime/python/torch_kernels.cc -L lib -l:"$1" -L "$torch_dir/lib" -lc10 -ltorch_cpu \
+      -Wl,-rpath,"$here/lib" -Wl,-rpath,"$torch_dir/lib" -o "$built" || return 1
   fi
   ln -sfn "$here/$built" "python/operator_runtime/_C$ext"
 }

@@ -19,12 +19,14 @@ load(":host_python.bzl", "PIP_ENVIRON", "execute_or_fail", "host_python")
 
 # Everything the BUILD file and defs.bzl need to know about the venv's interpreter.
 _PROBE = """
-import json, sys, sysconfig
-import pybind11
+import json, os, sys, sysconfig
+import pybind11, torch
 print(json.dumps({
     "include": sysconfig.get_paths()["include"],
     "pybind11_include": pybind11.get_include(),
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+    "torch": os.path.dirname(torch.__file__),
+    "torch_cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
 }))
 """
 
@@ -59,6 +61,8 @@ def _python_venv_repository_impl(rctx):
     # and in the venv's site-packages.
     rctx.symlink(probe["include"], "python_include")
     rctx.symlink(probe["pybind11_include"], "pybind11_include")
+    rctx.symlink(probe["torch"] + "/include", "torch_include")
+    rctx.symlink(probe["torch"] + "/lib", "torch_lib")
     rctx.file("defs.bzl", "\n".join([
         '"""Facts about the virtualenv\'s interpreter."""',
         "",
@@ -69,7 +73,10 @@ def _python_venv_repository_impl(rctx):
         "EXT_SUFFIX = %r" % probe["ext_suffix"],
         "",
     ]))
-    rctx.template("BUILD.bazel", rctx.attr._build_template, substitutions = {"{python}": venv_python})
+    rctx.template("BUILD.bazel", rctx.attr._build_template, substitutions = {
+        "{python}": venv_python,
+        "{torch_cxx11_abi}": str(probe["torch_cxx11_abi"]),
+    })
 
 python_venv_repository = repository_rule(
     implementation = _python_venv_repository_impl,

@@ -37,3 +37,21 @@ cc_library(
     includes = ["pybind11_include"],
     deps = [":python_headers"],
 )
+
+# libtorch's C++ API from the venv's torch wheel, for kernels registered with torch's
+# dispatcher (//python:operator_runtime/_C). The shared libraries resolve, at run time,
+# to the ones `import torch` has already loaded (same sonames).
+cc_library(
+    name = "torch",
+    srcs = [
+        "torch_lib/libc10.so",
+        "torch_lib/libtorch_cpu.so",
+    ],
+    # Without torch's own copy of pybind11: the binding builds against the venv's.
+    hdrs = glob(
+        ["torch_include/**"],
+        exclude = ["torch_include/pybind11/**"],
+    ),
+    defines = ["_GLIBCXX_USE_CXX11_ABI={torch_cxx11_abi}"],
+    includes = ["torch_include"],
+)

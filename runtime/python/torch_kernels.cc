@@ -1,0 +1,245 @@
+// The CPU and CUDA kernels of the torch.library ops oprt::<op> and oprt::<op>_out
+// (python/operator_runtime/library.py defines them): one boxed kernel serves
+// every operator of the C table. Its fast path reads the at::Tensors, allocates
+// out (functional ops), and runs through the descriptor cache, with no Python
+// on the way. Anything else — a tensor that requires grad, a dtype, layout or
+// negation bit the runtime does not take, a tensor past its storage, a Python
+// backend (named or the default), a failing C call — goes to the op's Python
+// implementation, oprt::_python_<op>[_out], which raises the library's own
+// exceptions with their messages.
+#include "runtime/python/torch_kernels.h"
+
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "runtime/python/descriptor_cache.h"
+
+namespace oprt_python {
+namespace {
+
+// set_default_backend's choice: kByDevice, kPythonBackend or a native code.
+constexpr int32_t kByDevice = -1;
+constexpr int32_t kPythonBackend = -2;
+std::atomic<int32_t> default_backend{kByDevice};
+
+bool available(int32_t code) {
+  static std::atomic<int8_t> known[OPRT_BACKEND_CPU + 1] = {};  // 0 unknown, 1 yes, 2 no
+  int8_t state = known[code].load(std::memory_order_relaxed);
+  if (state == 0) {
+    state = oprt_backend_available(static_cast<oprt_backend_t>(code)) ? 1 : 2;
+    known[code].store(state, std::memory_order_relaxed);
+  }
+  return state == 1;
+}
+
+// The native backend that runs a call on device, or -1 for the Python path
+// (which also says why a backend cannot run: backends.resolve).
+int32_t native_backend(const c10::IValue& backend, const c10::Device& device) {
+  int32_t code = default_backend.load(std::memory_order_relaxed);
+  if (!backend.isNone()) {
+    const std::string& name = backend.toStringRef();
+    code = name == "cpu" ? OPRT_BACKEND_CPU
+           : name == "nvidia" ? OPRT_BACKEND_NVIDIA
+           : name == "metax" ? OPRT_BACKEND_METAX
+                              : kPythonBackend;
+  }
+  if (code == kPythonBackend) return -1;
+  if (code == kByDevice) {
+    code = device.is_cuda() && !available(OPRT_BACKEND_NVIDIA) && available(OPRT_BACKEND_METAX)
+               ? OPRT_BACKEND_METAX
+               : device.is_cuda() ? OPRT_BACKEND_NVIDIA : OPRT_BACKEND_CPU;
+  }
+  const bool runs_device = code == OPRT_BACKEND_CPU ? device.is_cpu() : device.is_cuda();
+  return runs_device && available(code) ? code : -1;
+}
+
+int32_t dtype_code(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return OPRT_DTYPE_F32;
+    case c10::ScalarType::Half: return OPRT_DTYPE_F16;
+    case c10::ScalarType::BFloat16: return OPRT_DTYPE_BF16;
+    default: return -1;
+  }
+}
+
+// Reads t for the C runtime; false for anything the Python path must judge.
+bool read(const at::Tensor& t, Operand* operand) {
+  if (!t.defined() || t.layout() != c10::kStrided || t.is_neg() || t.is_conj() ||
+      !t.has_storage() || t.dim() > OPRT_MAX_DIMS) {
+    return false;
+  }
+  operand->dtype = dtype_code(t.scalar_type());
+  if (operand->dtype < 0) return false;
+  operand->ndim = static_cast<int32_t>(t.dim());
+  bool empty = false;
+  for (int d = 0; d < operand->ndim; ++d) {
+    operand->shape[d] = t.size(d);
+    operand->strides[d] = t.stride(d);
+    empty = empty || operand->shape[d] == 0;
+  }
+  operand->device = t.is_cpu() ? -1 : t.get_device();
+  if (!empty) {
+    // Every element inside the storage (a resized or freed storage never is).
+    int64_t lo = t.storage_offset(), hi = t.storage_offset();
+    for (int d = 0; d < operand->ndim; ++d) {
+      int64_t last = 0;
+      if (__builtin_mul_overflow(operand->shape[d] - 1, operand->strides[d], &last)) return false;
+      if (__builtin_add_overflow(last < 0 ? lo : hi, last, last < 0 ? &lo : &hi)) return false;
+    }
+    int64_t end_bytes = 0;
+    if (lo < 0 || __builtin_mul_overflow(hi + 1, static_cast<int64_t>(t.element_size()),
+                                         &end_bytes) ||
+        end_bytes > static_cast<int64_t>(t.storage().nbytes())) {
+      return false;
+    }
+  }
+  operand->data = t.data_ptr();
+  return true;
+}
+
+// The functional op's out: contiguous, of the shape the operator's kind gives.
+at::Tensor new_output(const oprt_operator_t* op, const at::Tensor* const* inputs,
+                      const Call& call, bool keepdim) {
+  const at::Tensor& first = *inputs[0];
+  if (op->kind == OPRT_KIND_NORMALIZATION) return at::empty(first.sizes(), first.options());
+  if (op->kind == OPRT_KIND_ELEMENTWISE) {
+    at::DimVector shape(first.sizes().begin(), first.sizes().end());
+    for (int i = 1; i < op->num_inputs; ++i) {
+      if (inputs[i]->sizes() != c10::IntArrayRef(shape)) {
+        shape = at::infer_size_dimvector(shape, inputs[i]->sizes());  // throws if not broadcastable
+      }
+    }
+    return at::empty(shape, first.options());
+  }
+  const int64_t ndim = first.dim();
+  const auto dim = static_cast<int64_t>(call.params[0]);
+  if (static_cast<double>(dim) != call.params[0] || dim < -ndim || dim >= ndim) return {};
+  const int64_t axis = dim < 0 ? dim + ndim : dim;
+  at::DimVector shape;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (d != axis) {
+      shape.push_back(first.size(d));
+    } else if (keepdim) {
+      shape.push_back(1);
+    }
+  }
+  return at::empty(shape, first.options());
+}
+
+class OperatorKernel final : public c10::OperatorKernel {
+ public:
+  OperatorKernel(int32_t op_index, bool out_variant, c10::OperatorHandle python)
+      : op_index_(op_index), out_variant_(out_variant), python_(std::move(python)) {}
+
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    bool done = false;
+    try {
+      done = fast_path(stack);
+    } catch (const std::exception&) {
+      done = false;  // the Python implementation says what was wrong
+    }
+    if (!done) python_.callBoxed(stack);
+  }
+
+ private:
+  bool fast_path(torch::jit::Stack* stack) const {
+    const oprt_operator_t* op = operator_at(op_index_);
+    const int n_inputs = op->num_inputs;
+    const int n_params = op->num_params;
+    const bool has_keepdim = !out_variant_ && op->kind == OPRT_KIND_REDUCTION;
+    const size_t n_args = (out_variant_ ? 1 : 0) + n_inputs + n_params + (has_keepdim ? 1 : 0) + 1;
+    if (n_inputs >= kMaxOperands || n_params > kMaxParams || stack->size() < n_args) return false;
+    const c10::IValue* args = &(*stack)[stack->size() - n_args];
+    size_t a = 0;
+    const at::Tensor* out_arg = out_variant_ ? &args[a++].toTensor() : nullptr;
+    const at::Tensor* inputs[kMaxOperands];
+    for (int i = 0; i < n_inputs; ++i) inputs[i] = &args[a++].toTensor();
+    Call call;
+    call.op_index = op_index_;
+    call.num_params = n_params;
+    for (int j = 0; j < n_params; ++j, ++a) {
+      call.params[j] = args[a].isInt() ? static_cast<double>(args[a].toInt()) : args[a].toDouble();
+    }
+    const bool keepdim = has_keepdim && args[a++].toBool();
+    const c10::Device device = (out_arg != nullptr ? *out_arg : *inputs[0]).device();
+    call.backend = native_backend(args[a], device);
+    if (call.backend < 0) return false;
+    if (c10::GradMode::is_enabled()) {
+      if (out_arg != nullptr && out_arg->requires_grad()) return false;
+      for (int i = 0; i < n_inputs; ++i) {
+        if (inputs[i]->requires_grad()) return false;
+      }
+    }
+    const at::Tensor out = out_variant_ ? *out_arg : new_output(op, inputs, call, keepdim);
+    if (!out.defined()) return false;
+    call.num_operands = n_inputs + 1;
+    if (!read(out, &call.operands[0])) return false;
+    for (int i = 0; i < n_inputs; ++i) {
+      if (!read(*inputs[i], &call.operands[i + 1]) ||
+          call.operands[i + 1].device != call.operands[0].device) {
+        return false;
+      }
+    }
+    c10::OptionalDeviceGuard guard;
+    if (device.is_cuda()) {
+      guard.reset_device(device);
+      call.stream =
+          c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(device).native_handle();
+    }
+    CallResult result = execute_cached(call);
+    at::Tensor workspace;
+    if (result.needed_workspace > 0) {
+      // Freed after the launch: the caching allocator keeps it for this stream
+      // until the work queued there has passed.
+      workspace = at::empty({static_cast<int64_t>(result.needed_workspace)},
+                            out.options().dtype(c10::kByte));
+      call.workspace = workspace.data_ptr();
+      call.workspace_size = result.needed_workspace;
+      result = execute_cached(call);
+    }
+    if (result.status != OPRT_SUCCESS || result.needed_workspace > 0) return false;
+    if (out_variant_) out.unsafeGetTensorImpl()->bump_version();
+    torch::jit::drop(*stack, n_args);
+    if (!out_variant_) torch::jit::push(*stack, out);
+    return true;
+  }
+
+  int32_t op_index_;
+  bool out_variant_;
+  c10::OperatorHandle python_;
+};
+
+}  // namespace
+
+void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels) {
+  // Registrations last as long as their Library objects: for the process.
+  static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
+  for (c10::DispatchKey key : {c10::DispatchKey::CPU, c10::DispatchKey::CUDA}) {
+    auto library =
+        std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__);
+    for (const TorchKernel& kernel : kernels) {
+      c10::OperatorHandle python = c10::Dispatcher::singleton().findSchemaOrThrow(
+          (ns + "::" + kernel.python_op).c_str(), "");
+      library->impl(kernel.op.c_str(),
+                    torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OperatorKernel>(
+                        kernel.op_index, kernel.out_variant, python)));
+    }
+    libraries->push_back(std::move(library));
+  }
+}
+
+void set_default_backend(int32_t code) {
+  default_backend.store(code < 0 ? (code == -1 ? kByDevice : kPythonBackend) : code);
+}
+
+}  // namespace oprt_python

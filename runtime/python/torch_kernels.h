@@ -1,0 +1,32 @@
+// The CPU and CUDA kernels of the oprt:: torch.library ops (torch_kernels.cc).
+#ifndef OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
+#define OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oprt_python {
+
+// One op to serve: op (e.g. "softmax_out") in the namespace, the operator's
+// position in the C table, whether op is the out-variant, and the op holding
+// its Python implementation (e.g. "_python_softmax_out"), which takes every
+// call the fast path does not.
+struct TorchKernel {
+  std::string op;
+  int32_t op_index;
+  bool out_variant;
+  std::string python_op;
+};
+
+// Registers the kernels for the CPU and CUDA dispatch keys; the ops and their
+// Python implementations must be defined already.
+void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels);
+
+// The backend of calls that name none: a native backend code, -1 for "by the
+// tensors' device", -2 for a Python backend (those calls take the Python path).
+void set_default_backend(int32_t code);
+
+}  // namespace oprt_python
+
+#endif  // OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
