@@ -380,24 +380,48 @@ def _param_expression(info: OperatorInfo, name: str) -> str:
 
 def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Signature) -> str:
     """The Python source of one generated function: argument checks that need no
-    tensor data, then one call of the torch op (or of Prepared)."""
+    tensor data (each skipped when the argument is already what the op takes: this
+    runs on every call), then one call of the torch op (or of Prepared)."""
     op = info.name
-    header = f"def {name}{signature}:"
-    inputs = [f"_tensor({op!r}, {role!r}, {role})" for role in info.input_names]
-    params = [_param_expression(info, param) for param in info.param_names]
-    if variant == "out_of_place":
-        keepdim = [f"_keepdim({op!r}, keepdim)"] if info.kind == Kind.REDUCTION else []
-        arguments = ", ".join([*inputs, *params, *keepdim, "backend=_backend(backend)"])
-        return f"{header}\n    return _functional({arguments})\n"
+    lines = [f"def {name}{signature}:"]
+    if variant == "prepare":
+        param_dict = ", ".join(f"{param!r}: {param}" for param in info.param_names)
+        input_tuple = "".join(f"{role}, " for role in info.input_names)
+        lines.append(f"    return _prepare(_info, out, ({input_tuple}), {{{param_dict}}}, backend)")
+        return "\n".join(lines) + "\n"
     if variant == "out":
-        arguments = ", ".join(["out", *inputs, *params, "backend=_backend(backend)"])
-        return (
-            f"{header}\n    out = _tensor({op!r}, 'out', out, True)\n"
-            f"    _out_variant({arguments})\n    return out\n"
-        )
-    param_dict = ", ".join(f"{param!r}: {param}" for param in info.param_names)
-    input_tuple = "".join(f"{role}, " for role in info.input_names)
-    return f"{header}\n    return _prepare(_info, out, ({input_tuple}), {{{param_dict}}}, backend)\n"
+        lines.append(f"    out = _tensor({op!r}, 'out', out, True)")
+    for role in info.input_names:
+        lines += [
+            f"    if type({role}) is not _Tensor or {role}.layout is not _strided or {role}.is_nested:",
+            f"        {role} = _tensor({op!r}, {role!r}, {role})",
+        ]
+    for param in info.param_names:
+        if param == AXIS_PARAM:
+            lines += [f"    if type({param}) is not int:", f"        {param} = _axis({op!r}, {param})"]
+        else:
+            lines += [
+                f"    if type({param}) is not float:",
+                f"        {param} = _number({op!r}, {param!r}, {param})",
+            ]
+    arguments = [*info.input_names, *info.param_names]
+    if variant == "out_of_place":
+        if info.kind == Kind.REDUCTION:
+            lines += ["    if type(keepdim) is not bool:", f"        _keepdim({op!r}, keepdim)"]
+            arguments.append("keepdim")
+        call = "_functional"
+    else:
+        arguments.insert(0, "out")
+        call = "_out_variant"
+    listed = ", ".join(arguments)
+    lines += [
+        "    if backend is not None:",
+        "        _backend(backend)",
+        f"    {'return ' if variant == 'out_of_place' else ''}{call}({listed}, backend)",
+    ]
+    if variant == "out":
+        lines.append("    return out")
+    return "\n".join(lines) + "\n"
 
 
 def _keepdim(op: str, keepdim: Any) -> bool:
@@ -429,6 +453,8 @@ def _define(info: OperatorInfo, name: str, variant: str) -> Any:
         "_out_variant": out_variant,
         "_prepare": _prepare,
         "_tensor": tensors.as_tensor,
+        "_Tensor": torch.Tensor,
+        "_strided": torch.strided,
         "_axis": axis_value,
         "_number": _number,
         "_keepdim": _keepdim,
