@@ -100,6 +100,9 @@ class Overhead:
     op_call_us: float
     op_us: float
     peers: dict[str, float | None]
+    # Whether torch's call writes into out (copy_, out=) or allocates its result: the
+    # host-cost target sets it against ort.<op>_() or ort.<op>() accordingly.
+    torch_writes_out: bool
     unavailable: dict[str, str]
 
 
@@ -267,8 +270,10 @@ def measure_overhead(op: str, spec_module, backend: str) -> Overhead:
         if callable(call) else None
         for name, call in bound.items()
     }
+    torch_call = bound.get("torch")
+    torch_writes_out = callable(torch_call) and torch_call(out, *inputs) is out
     return Overhead(op=op, backend=backend, case=f"{case.name} f32", run_us=run_us, op_call_us=op_call_us, op_us=op_us,
-                    peers=peer_us,
+                    peers=peer_us, torch_writes_out=torch_writes_out,
                     unavailable={name: call for name, call in bound.items() if not callable(call)})
 
 

@@ -58,15 +58,19 @@ class BenchToolsTest(unittest.TestCase):
 
     def test_overhead_verdicts_per_backend(self) -> None:
         nvidia = SimpleNamespace(op="copy", backend="nvidia", run_us=4.6, op_call_us=5.4, op_us=7.0,
-                                 peers={"torch": 5.6})
+                                 peers={"torch": 5.6}, torch_writes_out=False)
         cpu = SimpleNamespace(op="relu", backend="cpu", run_us=1.0, op_call_us=2.5, op_us=3.0,
-                              peers={"torch": 3.0})
-        lines = [v.line() for v in targets.overhead_targets([nvidia, cpu], 4.5)]
+                              peers={"torch": 3.0}, torch_writes_out=False)
+        writes = SimpleNamespace(op="copy", backend="cpu", run_us=1.0, op_call_us=1.5, op_us=9.0,
+                                 peers={"torch": 1.4}, torch_writes_out=True)
+        lines = [v.line() for v in targets.overhead_targets([nvidia, cpu, writes], 4.5)]
         self.assertEqual(lines, [
-            "PASS  cpu: ort.<op>(x) host time <= 1.2x torch's call: 1 ops; worst relu 3.0 us "
-            "against torch's 3.0 us (1.00x)",
-            "FAIL  cpu: ort.<op>_() <= p.run() + 1.0 us: 1 ops; worst relu op_() 2.5 us, p.run() 1.0 us",
-            "FAIL  nvidia: ort.<op>(x) host time <= 1.2x torch's call: 1 ops; worst copy 7.0 us "
+            "PASS  cpu: ort.<op> host time <= 1.2x torch's call of the same form (op_() against an "
+            "out= or copy_ peer, op() against an allocating one): 2 ops; worst copy op_() 1.5 us "
+            "against torch's 1.4 us (1.07x)",
+            "FAIL  cpu: ort.<op>_() <= p.run() + 1.0 us: 2 ops; worst relu op_() 2.5 us, p.run() 1.0 us",
+            "FAIL  nvidia: ort.<op> host time <= 1.2x torch's call of the same form (op_() against an "
+            "out= or copy_ peer, op() against an allocating one): 1 ops; worst copy op() 7.0 us "
             "against torch's 5.6 us (1.25x)",
             "PASS  nvidia: ort.<op>_() <= p.run() + 1.0 us: 1 ops; worst copy op_() 5.4 us, p.run() 4.6 us",
             "PASS  nvidia: p.run() within 0.5 us of the driver's empty-kernel launch: 1 ops; worst copy "
