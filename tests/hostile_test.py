@@ -48,7 +48,8 @@ def device(request):
 
 def run_isolated(code: str, timeout: float = 120) -> str:
     """Runs code in a fresh interpreter (with this process's path and
-    environment); returns its stdout, failing the test on a crash or a hang."""
+    environment); returns its stdout and the end of its stderr, failing the test
+    on a crash or a hang."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     try:
         result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
@@ -58,7 +59,7 @@ def run_isolated(code: str, timeout: float = 120) -> str:
     assert result.returncode == 0, (
         f"subprocess exited {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr[-3000:]}"
     )
-    return result.stdout
+    return result.stdout + result.stderr[-3000:]
 
 
 # ------------------------------------------- prepared descriptors, storage changes
@@ -289,9 +290,10 @@ def test_negated_views(device):
     torch.testing.assert_close(ort.softmax(negated, 0), torch.softmax(-x, 0))
     with pytest.raises(ort.InvalidArgumentError, match="lazily negated"):
         ort.relu_(torch._neg_view(torch.zeros(5, 7, device=device)), x)
+    with ort.prepare_relu(torch.empty(5, 7, device=device), negated) as prepared:
+        torch.testing.assert_close(prepared.run(), torch.relu(-x))  # resolved by torch's dispatcher
     with pytest.raises(ort.InvalidArgumentError, match="lazily negated"):
-        with ort.prepare_relu(torch.empty(5, 7, device=device), negated) as prepared:
-            prepared.run()
+        ort.prepare_relu(torch._neg_view(torch.zeros(5, 7, device=device)), x)
 
 
 # -------------------------------------------------------------------- fork
@@ -318,6 +320,8 @@ for _ in range({forks}):
     time.sleep(0.002)
     pid = os.fork()
     if pid == 0:
+        import faulthandler  # a child still running after 20 s prints where it is stuck
+        faulthandler.dump_traceback_later(20, exit=True)
         try:
             y = ort.softmax(torch.ones(2, 5))
             with ort.prepare_copy(torch.empty(4), torch.ones(4)) as p:
@@ -341,6 +345,14 @@ print(f"forks {forks} hung {{hung}} failed {{failed}}")
 '''
 
 
+# GCC 12's AddressSanitizer runtime intercepts vfork but not fork (`nm -D libasan.so.8`),
+# so it does not hold its allocator's locks across fork(): a child forked while another
+# thread allocates can hang in malloc, outside oprt (one child in 50 did, in one CI run).
+# The plain and UBSan runs of this file hold the guarantee.
+UNDER_ASAN = hasattr(ctypes.CDLL(None), "__asan_init")
+
+
+@pytest.mark.skipif(UNDER_ASAN, reason="AddressSanitizer's allocator is not fork-safe (GCC 12)")
 def test_fork_while_other_threads_use_the_runtime():
     output = run_isolated(FORK.format(forks=FORKS), timeout=600)
     assert f"forks {FORKS} hung 0 failed 0" in output, output

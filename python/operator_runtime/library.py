@@ -258,6 +258,14 @@ def _register(info: OperatorInfo) -> tuple[Any, Any]:
 
 # op name -> (functional OpOverload, out-variant OpOverload)
 TORCH_OPS: dict[str, tuple[Any, Any]] = {name: _register(info) for name, info in OPERATORS.items()}
+# A prepared descriptor's run (ops.Prepared.run), served by a C++ kernel that gets the
+# at::Tensors from torch's dispatcher: 0 once run, 1 when Prepared's Python path must
+# run it and say what is wrong. Eager only; never traced.
+_LIBRARY.define(
+    "_prepared_run(Tensor(a!) out, Tensor[] inputs, int prepared, int workspace, "
+    "int workspace_size) -> int"
+)
+PREPARED_RUN = torch.ops.oprt._prepared_run.default
 _C.register_torch_kernels(NAMESPACE, [
     (name, info.index, out_variant, python_op_name(name))
     for info in OPERATORS.values()

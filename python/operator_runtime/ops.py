@@ -30,7 +30,6 @@ from operator_runtime.operator_table import (
     Kind,
     OperatorInfo,
     axis_value,
-    normalize_axis,
     operators,
     output_shape,
     shape_text,
@@ -133,6 +132,11 @@ class Prepared:
             self.workspace_size = self._descriptor.workspace_size
         self._device = device
         self._device_index = out.get_device()
+        # Runs go through torch's oprt::_prepared_run (C++, library.PREPARED_RUN) when
+        # the descriptor is native; 0: always the Python path (a Python backend).
+        self._prepared_id = (
+            0 if python_backend is not None else self._descriptor.prepared_id(self._device_index)
+        )
         self._stream = tensors.stream_getter(device)
         # One workspace per stream, so runs on different streams never share one.
         self._workspaces: dict[int, torch.Tensor] = {}
@@ -220,11 +224,16 @@ class Prepared:
         # One read of the binding: the tensors stay referenced by this call, and
         # so alive, whatever another thread rebinds meanwhile.
         out, bound_inputs = self._bound
-        library.check_autograd(self.op, out, bound_inputs, self._info.input_names)
         stream = self._stream()
         workspace_ptr = self._workspace_ptrs.get(stream, 0) if self.workspace_size else 0
         if self.workspace_size and not workspace_ptr:
             workspace_ptr = self._add_workspace(stream)
+        if self._prepared_id and not library.PREPARED_RUN(
+            out, bound_inputs, self._prepared_id, workspace_ptr, self.workspace_size
+        ):
+            return out
+        # The Python path: it runs the call the C++ one refused, or raises why.
+        library.check_autograd(self.op, out, bound_inputs, self._info.input_names)
         try:
             self._execute(out, bound_inputs, stream, workspace_ptr, self.workspace_size)
         except _C.Error as error:
@@ -358,24 +367,6 @@ def _signature(info: OperatorInfo, leading: Sequence[str], keepdim: bool) -> ins
         parameters.append(inspect.Parameter("keepdim", positional, default=False))
     parameters.append(inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default=None))
     return inspect.Signature(parameters)
-
-
-def _signature(info: OperatorInfo, leading: Sequence[str], keepdim: bool) -> inspect.Signature:
-    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    parameters = [inspect.Parameter(name, positional) for name in leading]
-    parameters += [
-        inspect.Parameter(name, positional, default=info.default(name)) for name in info.param_names
-    ]
-    if keepdim:
-        parameters.append(inspect.Parameter("keepdim", positional, default=False))
-    parameters.append(inspect.Parameter("backend", inspect.Parameter.KEYWORD_ONLY, default=None))
-    return inspect.Signature(parameters)
-
-
-def _param_expression(info: OperatorInfo, name: str) -> str:
-    if name == AXIS_PARAM:
-        return f"_axis({info.name!r}, {name})"
-    return f"_number({info.name!r}, {name!r}, {name})"
 
 
 def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Signature) -> str:

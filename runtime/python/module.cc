@@ -121,6 +121,7 @@ class Descriptor {
   }
 
   ~Descriptor() {
+    if (prepared_id_ != 0) oprt_python::unregister_prepared(prepared_id_);
     if (desc_ != nullptr) op_->destroy(desc_);
   }
 
@@ -197,8 +198,23 @@ class Descriptor {
     if (status != OPRT_SUCCESS) raise_error(status, message);
   }
 
+  // The id under which torch's _prepared_run op runs this descriptor on tensors
+  // of device (their get_device()); registered on first use.
+  int64_t prepared_id(int64_t device) {
+    if (desc_ == nullptr) {
+      raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": descriptor was destroyed");
+    }
+    if (prepared_id_ == 0) {
+      prepared_id_ = oprt_python::register_prepared(op_, desc_, device, views_.data(),
+                                                    static_cast<int32_t>(views_.size()));
+    }
+    return prepared_id_;
+  }
+
   void destroy() {
     if (desc_ == nullptr) return;
+    if (prepared_id_ != 0) oprt_python::unregister_prepared(prepared_id_);
+    prepared_id_ = 0;
     void* desc = desc_;
     desc_ = nullptr;
     const oprt_status_t status = op_->destroy(desc);
@@ -216,6 +232,7 @@ class Descriptor {
   oprt_backend_t backend_;
   size_t workspace_size_ = 0;
   std::vector<oprt_tensor_view_t> views_;  // out, then the inputs, as created
+  int64_t prepared_id_ = 0;
 
   void check_bound_layout(const char* role, const oprt_python::Operand& now,
                           const oprt_tensor_view_t& created, int64_t device) const {
@@ -364,6 +381,12 @@ PYBIND11_MODULE(_C, m) {
           py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
           "Launches on the tensors themselves (device: their get_device()), after checking "
           "that their layout is still create's and that they lie inside their storage.")
+      .def(
+          "prepared_id",
+          [](py::handle self, int64_t device) { return constructed(self).prepared_id(device); },
+          py::arg("device"),
+          "Registers the descriptor for torch's oprt::_prepared_run op (tensors on device, "
+          "their get_device()) and returns the id that op takes.")
       .def(
           "destroy", [](py::handle self) { constructed(self).destroy(); },
           "Releases the descriptor; later calls are errors.")

@@ -18,8 +18,13 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include <pthread.h>
+
 #include <atomic>
+#include <cstring>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/python/descriptor_cache.h"
@@ -219,11 +224,134 @@ class OperatorKernel final : public c10::OperatorKernel {
   c10::OperatorHandle python_;
 };
 
+// Prepared descriptors that runs may take through _prepared_run, by id.
+struct PreparedEntry {
+  const oprt_operator_t* op;
+  void* handle;
+  int64_t device;
+  std::vector<Operand> layouts;  // out, then the inputs, as created
+};
+
+struct PreparedRegistry {
+  std::mutex mutex;
+  std::unordered_map<int64_t, std::shared_ptr<const PreparedEntry>> entries;
+  int64_t next_id = 1;
+};
+
+PreparedRegistry& prepared_registry() {
+  static auto* registry = new PreparedRegistry();
+  return *registry;
+}
+
+bool same_layout(const Operand& now, const Operand& created) {
+  if (now.dtype != created.dtype || now.ndim != created.ndim) return false;
+  for (int d = 0; d < now.ndim; ++d) {
+    if (now.shape[d] != created.shape[d] || now.strides[d] != created.strides[d]) return false;
+  }
+  return true;
+}
+
+// _prepared_run(Tensor(a!) out, Tensor[] inputs, int prepared, int workspace,
+// int workspace_size) -> int: 0 once run, 1 when the caller's Python path must
+// run it (and say what is wrong): the descriptor is gone, a tensor requires grad,
+// or a tensor's layout, device or storage is not what the descriptor was made for.
+class PreparedRunKernel final : public c10::OperatorKernel {
+ public:
+  void operator()(const c10::OperatorHandle&, c10::DispatchKeySet, torch::jit::Stack* stack) {
+    int64_t outcome = 1;
+    try {
+      outcome = run(stack) ? 0 : 1;
+    } catch (const std::exception&) {
+      outcome = 1;
+    }
+    torch::jit::drop(*stack, 5);
+    torch::jit::push(*stack, outcome);
+  }
+
+ private:
+  static bool run(torch::jit::Stack* stack) {
+    const c10::IValue* args = &(*stack)[stack->size() - 5];
+    const at::Tensor& out = args[0].toTensor();
+    const c10::List<at::Tensor> inputs = args[1].toTensorList();
+    std::shared_ptr<const PreparedEntry> entry;
+    {
+      PreparedRegistry& registry = prepared_registry();
+      std::lock_guard<std::mutex> lock(registry.mutex);
+      auto it = registry.entries.find(args[2].toInt());
+      if (it == registry.entries.end()) return false;
+      entry = it->second;
+    }
+    const size_t count = inputs.size() + 1;
+    if (count != entry->layouts.size() || count > static_cast<size_t>(kMaxOperands)) return false;
+    Operand operands[kMaxOperands];
+    const void* input_ptrs[kMaxOperands - 1];
+    const bool grad = c10::GradMode::is_enabled();
+    for (size_t i = 0; i < count; ++i) {
+      const at::Tensor tensor = i == 0 ? out : inputs.get(i - 1);
+      if ((grad && tensor.requires_grad()) || !read(tensor, &operands[i]) ||
+          operands[i].device != entry->device || !same_layout(operands[i], entry->layouts[i])) {
+        return false;
+      }
+      if (i > 0) input_ptrs[i - 1] = operands[i].data;
+    }
+    void* stream = nullptr;
+    c10::OptionalDeviceGuard guard;
+    if (out.is_cuda()) {
+      guard.reset_device(out.device());
+      stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
+                   ->getStream(out.device())
+                   .native_handle();
+    }
+    const oprt_status_t status = entry->op->execute(
+        entry->handle, reinterpret_cast<void*>(args[3].toInt()),
+        static_cast<size_t>(args[4].toInt()), operands[0].data, input_ptrs, stream);
+    if (status != OPRT_SUCCESS) return false;
+    out.unsafeGetTensorImpl()->bump_version();
+    return true;
+  }
+};
+
 }  // namespace
+
+int64_t register_prepared(const oprt_operator_t* op, void* handle, int64_t device,
+                          const oprt_tensor_view_t* views, int32_t count) {
+  auto entry = std::make_shared<PreparedEntry>();
+  entry->op = op;
+  entry->handle = handle;
+  entry->device = device;
+  for (int32_t i = 0; i < count; ++i) {
+    Operand layout;
+    layout.dtype = views[i].dtype;
+    layout.ndim = views[i].ndim;
+    std::memcpy(layout.shape, views[i].shape, sizeof(layout.shape));
+    std::memcpy(layout.strides, views[i].strides, sizeof(layout.strides));
+    entry->layouts.push_back(layout);
+  }
+  PreparedRegistry& registry = prepared_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  const int64_t id = registry.next_id++;
+  registry.entries.emplace(id, std::move(entry));
+  return id;
+}
+
+void unregister_prepared(int64_t id) {
+  std::shared_ptr<const PreparedEntry> dropped;  // freed after the lock is released
+  PreparedRegistry& registry = prepared_registry();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  auto it = registry.entries.find(id);
+  if (it == registry.entries.end()) return;
+  dropped = std::move(it->second);
+  registry.entries.erase(it);
+}
 
 void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels) {
   // Registrations last as long as their Library objects: for the process.
   static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
+  static const bool fork_handlers_installed =
+      pthread_atfork([] { prepared_registry().mutex.lock(); },
+                     [] { prepared_registry().mutex.unlock(); },
+                     [] { prepared_registry().mutex.unlock(); }) == 0;
+  (void)fork_handlers_installed;
   for (c10::DispatchKey key : {c10::DispatchKey::CPU, c10::DispatchKey::CUDA}) {
     auto library =
         std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__);
@@ -234,6 +362,8 @@ void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel
                     torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OperatorKernel>(
                         kernel.op_index, kernel.out_variant, python)));
     }
+    library->impl("_prepared_run",
+                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PreparedRunKernel>()));
     libraries->push_back(std::move(library));
   }
 }

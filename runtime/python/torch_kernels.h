@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <operator_runtime/api.h>
+
 namespace oprt_python {
 
 // One op to serve: op (e.g. "softmax_out") in the namespace, the operator's
@@ -19,9 +21,17 @@ struct TorchKernel {
   std::string python_op;
 };
 
-// Registers the kernels for the CPU and CUDA dispatch keys; the ops and their
-// Python implementations must be defined already.
+// Registers the kernels for the CPU and CUDA dispatch keys, and that of
+// <ns>::_prepared_run (a prepared descriptor's run: register_prepared); the ops
+// and their Python implementations must be defined already.
 void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels);
+
+// Makes a created descriptor (handle, of op, on device -1 for the CPU) runnable
+// through _prepared_run with the tensors of views' layouts (out, then the
+// inputs); returns its id. unregister_prepared before destroying it.
+int64_t register_prepared(const oprt_operator_t* op, void* handle, int64_t device,
+                          const oprt_tensor_view_t* views, int32_t count);
+void unregister_prepared(int64_t id);
 
 // The backend of calls that name none: a native backend code, -1 for "by the
 // tensors' device", -2 for a Python backend (those calls take the Python path).
