@@ -15,7 +15,7 @@ from typing import Protocol, Sequence
 import torch
 
 from operator_runtime import _C
-from operator_runtime.errors import InvalidArgumentError, NotSupportedError
+from operator_runtime.errors import InvalidArgumentError, NotSupportedError, OperatorRuntimeError
 
 BACKEND_NAMES = ("cpu", "nvidia", "metax", "tilelang")
 
@@ -49,13 +49,12 @@ class PythonBackend(Protocol):
 
     def prepare(
         self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params: Sequence[float]
-    ) -> PythonKernel: ...
+    ) -> PythonKernel:
+        """A kernel for these operands, which the C runtime has already validated (a cpu
+        descriptor of the same views, ops.Prepared), as it re-checks them before each run."""
 
 
 _python_backends: dict[str, PythonBackend] = {}
-# resolve_for's answers by (backend asked for, device type); emptied whenever
-# the default or the set of Python backends changes.
-_resolved: dict[tuple[str | None, str], str] = {}
 _default_backend: str | None = None
 
 
@@ -64,12 +63,12 @@ def register_python_backend(name: str, backend: PythonBackend) -> None:
     if name in NATIVE_BACKEND_CODES or name not in BACKEND_NAMES:
         raise InvalidArgumentError(f"{name!r} is not a Python backend name")
     _python_backends[name] = backend
-    _resolved.clear()
+    _publish_backend_table()
 
 
 def unregister_python_backend(name: str) -> None:
     _python_backends.pop(name, None)
-    _resolved.clear()
+    _publish_backend_table()
 
 
 def python_backend(name: str) -> PythonBackend | None:
@@ -102,11 +101,7 @@ def set_default_backend(name: str | None) -> None:
     by the tensors' device."""
     global _default_backend
     _default_backend = None if name is None else check_name(name)
-    _resolved.clear()
-    # The C++ kernels of the torch ops (torch_kernels.cc) read the default too.
-    _C.set_default_backend_code(
-        -1 if name is None else NATIVE_BACKEND_CODES.get(name, -2)
-    )
+    _publish_backend_table()
 
 
 def get_default_backend() -> str | None:
@@ -146,12 +141,23 @@ def resolve(op: str, backend: str | None, device: torch.device) -> str:
 
 
 
-def resolve_for(op: str, backend: str | None, device_type: str) -> str:
-    """resolve() for the call path: the same answer, remembered per
-    (backend, device type) once it succeeded."""
-    key = (backend, device_type)
-    name = _resolved.get(key)
-    if name is None:
-        name = resolve(op, backend, torch.device(device_type))
-        _resolved[key] = name
-    return name
+# The backend names the C++ kernels of the torch ops look up (torch_kernels.h).
+_KERNEL_BACKEND_SLOTS = (None, "cpu", "nvidia", "metax")
+
+
+def _publish_backend_table() -> None:
+    """Publishes resolve's answers, after a change of the default or of the
+    Python backends, to the C++ kernels (torch_kernels.cc), which apply no rule
+    of their own."""
+    codes = []
+    for name in _KERNEL_BACKEND_SLOTS:
+        for device_type in ("cpu", "cuda"):
+            try:
+                resolved = resolve("", name, torch.device(device_type))
+            except OperatorRuntimeError:
+                resolved = None  # the Python path raises the error with the call's op
+            codes.append(NATIVE_BACKEND_CODES.get(resolved, -1))
+    _C.set_backend_table(codes)
+
+
+_publish_backend_table()

@@ -120,35 +120,20 @@ def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Seque
     return first.new_empty(shape)
 
 
-_MULTI_DEVICE = torch.cuda.is_available() and torch.cuda.device_count() > 1
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
 def execute(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
             params: Sequence[Any], backend: str | None) -> None:
-    """Runs info's op into out: the body of every CPU/CUDA kernel registered here."""
+    """Runs info's op into out: the body of the Python implementations
+    (oprt::_python_<op>[_out]), which take the calls the C++ kernels do not."""
     check_autograd(info.name, out, inputs, info.input_names)
-    is_cuda = out.is_cuda
-    name = backends.resolve_for(info.name, backend, "cuda" if is_cuda else "cpu")
+    name = backends.resolve(info.name, backend, out.device)
     code = backends.NATIVE_BACKEND_CODES.get(name)
     if code is None:
         _execute_python_backend(info, out, inputs, params, name)
-        return
-    if not is_cuda:
-        _run(info, code, 0, out, inputs, params)
-        return
-    index = out.get_device()
-    if _MULTI_DEVICE and index != torch.cuda.current_device():
-        with torch.cuda.device(index):
-            _run(info, code, _stream(index), out, inputs, params)
+    elif out.is_cuda:
+        with torch.cuda.device(out.device):
+            _run(info, code, tensors.current_stream(out.get_device()), out, inputs, params)
     else:
-        _run(info, code, _stream(index), out, inputs, params)
-
-
-def _stream(index: int) -> int:
-    if _raw_stream is not None:
-        return _raw_stream(index)
-    return torch.cuda.current_stream(index).cuda_stream
+        _run(info, code, 0, out, inputs, params)
 
 
 def _run(info: OperatorInfo, code: int, stream: int, out: torch.Tensor,

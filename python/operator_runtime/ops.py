@@ -118,16 +118,18 @@ class Prepared:
         param_values = _param_values(info, params)
 
         python_backend = backends.python_backend(self.backend)
+        # A Python backend's runs are checked by a cpu descriptor of the same views
+        # (create never touches memory): the layouts and storage its run re-reads.
+        code = backends.NATIVE_BACKEND_CODES.get(self.backend, _C.OPRT_BACKEND_CPU)
+        try:
+            self._descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
+        except _C.Error as error:
+            raise from_c_error(error) from None
         if python_backend is not None:
             self._kernel = python_backend.prepare(op, out, inputs, param_values)
             self._execute = self._execute_python
             self.workspace_size = 0
         else:
-            code = backends.NATIVE_BACKEND_CODES[self.backend]
-            try:
-                self._descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
-            except _C.Error as error:
-                raise from_c_error(error) from None
             self._execute = self._execute_native
             self.workspace_size = self._descriptor.workspace_size
         self._device = device
@@ -170,11 +172,7 @@ class Prepared:
         self._descriptor.run(out, inputs, self._device_index, stream, workspace_ptr, workspace_size)
 
     def _execute_python(self, out, inputs, stream, workspace_ptr, workspace_size) -> None:
-        if self._destroyed:
-            raise InvalidArgumentError(f"{self.op}: descriptor was destroyed")
-        for role, tensor, layout in zip(("out", *self._info.input_names), (out, *inputs),
-                                        (self._out_layout, *self._input_layouts)):
-            tensors.check_bound(self.op, role, tensor, layout.shape, layout.strides)
+        self._descriptor.check_bound(out, inputs, self._device_index)  # raises once destroyed
         self._kernel.run(out, inputs, stream)
 
     def _checked(self, role: str, value: Any, expected: _Layout) -> torch.Tensor:
@@ -252,11 +250,10 @@ class Prepared:
         self._destroyed = True
         if hasattr(self, "_kernel"):
             self._kernel.destroy()
-        else:
-            try:
-                self._descriptor.destroy()
-            except _C.Error as error:
-                raise from_c_error(error) from None
+        try:
+            self._descriptor.destroy()
+        except _C.Error as error:
+            raise from_c_error(error) from None
         self._workspaces.clear()
         self._workspace_ptrs.clear()
 

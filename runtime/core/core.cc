@@ -3,12 +3,13 @@
 // descriptor liveness. Tensor-view helpers live in tensor_view.cc.
 #include "runtime/core/core.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <pthread.h>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -167,8 +168,7 @@ bool is_valid_dtype(oprt_dtype_t dtype) {
 
 oprt_backend_t thread_backend() { return t_backend; }
 
-oprt_status_t resolve_backend(const char* op, oprt_backend_t requested, oprt_backend_t* backend) {
-  const oprt_backend_t wanted = requested;
+oprt_status_t resolve_backend(const char* op, oprt_backend_t wanted, oprt_backend_t* backend) {
   if (!is_valid_backend(wanted)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: unknown backend %d", op, static_cast<int>(wanted));
   }

@@ -90,30 +90,14 @@ bool call_int(PyObject* tensor, PyObject* method, int64_t* value) {
 // storage was resized (resize_, untyped_storage().resize_, set_) since its
 // shape was fixed must never be read or written past the storage's end.
 bool check_storage(PyObject* tensor, const Operand& operand, const char* op, const char* role) {
-  int64_t lo = 0, hi = 0;
-  for (int d = 0; d < operand.ndim; ++d) {
-    if (operand.shape[d] == 0) return true;  // empty: nothing is addressed
-  }
-  int64_t offset = 0;
+  int64_t offset = 0, nbytes = 0;
   if (!call_int(tensor, str_storage_offset, &offset)) return false;
   PyObject* storage = PyObject_CallMethodNoArgs(tensor, str_untyped_storage);
   if (storage == nullptr) return false;
-  int64_t nbytes = 0;
   const bool read = call_int(storage, str_nbytes, &nbytes);
   Py_DECREF(storage);
   if (!read) return false;
-  bool overflow = false;
-  for (int d = 0; d < operand.ndim; ++d) {
-    int64_t last = 0;
-    overflow |= __builtin_mul_overflow(operand.shape[d] - 1, operand.strides[d], &last);
-    overflow |= __builtin_add_overflow(last < 0 ? lo : hi, last, last < 0 ? &lo : &hi);
-  }
-  const auto item = static_cast<int64_t>(oprt_dtype_size(static_cast<oprt_dtype_t>(operand.dtype)));
-  int64_t first = 0, end = 0, end_bytes = 0;
-  overflow |= __builtin_add_overflow(offset, lo, &first);
-  overflow |= __builtin_add_overflow(offset, hi + 1, &end);
-  overflow |= __builtin_mul_overflow(end, item, &end_bytes);
-  if (overflow || first < 0 || end_bytes > nbytes) {
+  if (!within_storage(operand, offset, nbytes)) {
     set_error(OPRT_ERR_INVALID_ARG,
               std::string(op) + ": " + role + " reaches past its storage (" +
                   std::to_string(nbytes) + " bytes from offset " + std::to_string(offset) +

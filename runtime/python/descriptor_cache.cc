@@ -228,6 +228,32 @@ CallResult execute_cached(const Call& call) {
   return result;
 }
 
+bool within_storage(const Operand& operand, int64_t storage_offset, int64_t storage_nbytes) {
+  for (int d = 0; d < operand.ndim; ++d) {
+    if (operand.shape[d] == 0) return true;  // nothing is addressed
+  }
+  int64_t lo = storage_offset, hi = storage_offset;
+  for (int d = 0; d < operand.ndim; ++d) {
+    int64_t last = 0;
+    if (__builtin_mul_overflow(operand.shape[d] - 1, operand.strides[d], &last) ||
+        __builtin_add_overflow(last < 0 ? lo : hi, last, last < 0 ? &lo : &hi)) {
+      return false;
+    }
+  }
+  const auto item = static_cast<int64_t>(oprt_dtype_size(static_cast<oprt_dtype_t>(operand.dtype)));
+  int64_t end_bytes = 0;
+  return lo >= 0 && !__builtin_mul_overflow(hi + 1, item, &end_bytes) &&
+         end_bytes <= storage_nbytes;
+}
+
+bool same_layout(const Operand& a, const Operand& b) {
+  if (a.dtype != b.dtype || a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d) {
+    if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+  }
+  return true;
+}
+
 CacheInfo cache_info() { return cache().info(); }
 void cache_clear() { cache().clear(); }
 void cache_set_capacity(size_t capacity) { cache().set_capacity(capacity); }

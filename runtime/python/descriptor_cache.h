@@ -29,6 +29,15 @@ struct Operand {
   int64_t strides[OPRT_MAX_DIMS] = {};
 };
 
+// Whether every element of operand lies inside a storage of storage_nbytes
+// bytes when the operand starts storage_offset elements into it: a tensor whose
+// storage was resized or freed under it (resize_, untyped_storage().resize_(0),
+// set_) never does. An empty operand always does.
+bool within_storage(const Operand& operand, int64_t storage_offset, int64_t storage_nbytes);
+
+// Same dtype, shape and strides (what a descriptor was created for).
+bool same_layout(const Operand& a, const Operand& b);
+
 // One execution: operands[0] is out, then the inputs.
 struct Call {
   int32_t op_index = 0;  // position in the C operator table

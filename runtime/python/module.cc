@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -95,8 +96,8 @@ class Descriptor {
     }
     std::vector<const oprt_tensor_view_t*> input_view_ptrs;
     for (const auto& view : input_views) input_view_ptrs.push_back(&view);
-    views_.push_back(out_view);
-    views_.insert(views_.end(), input_views.begin(), input_views.end());
+    layouts_.push_back(layout_of(out_view));
+    for (const auto& view : input_views) layouts_.push_back(layout_of(view));
     std::vector<double> param_values;
     for (py::handle param : params) param_values.push_back(param.cast<double>());
 
@@ -161,12 +162,11 @@ class Descriptor {
     if (status != OPRT_SUCCESS) raise_error(status, message);
   }
 
-  // The prepared-run path: reads the bound tensors as they are now, refuses any
-  // whose dtype, shape, strides or device differ from create's (resize_, set_,
-  // t_(), assigning .data) or that reach past their storage, and executes on
-  // their current data pointers.
-  void run(py::handle out, py::sequence inputs, int64_t device, uintptr_t stream,
-           uintptr_t workspace, size_t workspace_size) {
+  // Reads the bound tensors as they are now and refuses any whose dtype, shape,
+  // strides or device differ from create's (resize_, set_, t_()) or that reach
+  // past their storage; fills the current data pointers.
+  void read_bound(py::handle out, py::sequence inputs, int64_t device, void** out_ptr,
+                  const void** input_ptrs) const {
     if (desc_ == nullptr) {
       raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": descriptor was destroyed");
     }
@@ -175,24 +175,36 @@ class Descriptor {
                                             std::to_string(op_->num_inputs) + " inputs, got " +
                                             std::to_string(py::len(inputs)));
     }
-    oprt_python::Operand operands[kMaxInputs + 1];
-    const void* input_ptrs[kMaxInputs];
     for (int32_t i = 0; i <= op_->num_inputs; ++i) {
       const char* role = i == 0 ? "out" : op_->input_names[i - 1];
       py::handle tensor = i == 0 ? out : py::handle(inputs[i - 1]);
-      if (!oprt_python::read_operand(tensor.ptr(), &operands[i], op_->name, role)) {
+      oprt_python::Operand now;
+      if (!oprt_python::read_operand(tensor.ptr(), &now, op_->name, role)) {
         throw py::error_already_set();
       }
-      check_bound_layout(role, operands[i], views_[i], device);
-      if (i > 0) input_ptrs[i - 1] = operands[i].data;
+      check_bound_layout(role, now, layouts_[i], device);
+      if (i == 0) {
+        *out_ptr = now.data;
+      } else {
+        input_ptrs[i - 1] = now.data;
+      }
     }
+  }
+
+  // The prepared-run path of the Python side (library.PREPARED_RUN's fallback):
+  // read_bound, then execute on the tensors' current data pointers.
+  void run(py::handle out, py::sequence inputs, int64_t device, uintptr_t stream,
+           uintptr_t workspace, size_t workspace_size) {
+    void* out_ptr = nullptr;
+    const void* input_ptrs[kMaxInputs];
+    read_bound(out, inputs, device, &out_ptr, input_ptrs);
     void* const handle = desc_;
     oprt_status_t status;
     std::string message;
     {
       py::gil_scoped_release release;
-      status = op_->execute(handle, reinterpret_cast<void*>(workspace), workspace_size,
-                            operands[0].data, input_ptrs, reinterpret_cast<void*>(stream));
+      status = op_->execute(handle, reinterpret_cast<void*>(workspace), workspace_size, out_ptr,
+                            input_ptrs, reinterpret_cast<void*>(stream));
       if (status != OPRT_SUCCESS) message = oprt_last_error_message();
     }
     if (status != OPRT_SUCCESS) raise_error(status, message);
@@ -205,8 +217,7 @@ class Descriptor {
       raise_error(OPRT_ERR_INVALID_ARG, std::string(op_->name) + ": descriptor was destroyed");
     }
     if (prepared_id_ == 0) {
-      prepared_id_ = oprt_python::register_prepared(op_, desc_, device, views_.data(),
-                                                    static_cast<int32_t>(views_.size()));
+      prepared_id_ = oprt_python::register_prepared(op_, desc_, device, layouts_);
     }
     return prepared_id_;
   }
@@ -231,15 +242,21 @@ class Descriptor {
   void* desc_ = nullptr;
   oprt_backend_t backend_;
   size_t workspace_size_ = 0;
-  std::vector<oprt_tensor_view_t> views_;  // out, then the inputs, as created
+  std::vector<oprt_python::Operand> layouts_;  // out, then the inputs, as created
   int64_t prepared_id_ = 0;
 
+  static oprt_python::Operand layout_of(const oprt_tensor_view_t& view) {
+    oprt_python::Operand layout;
+    layout.dtype = view.dtype;
+    layout.ndim = view.ndim;
+    std::copy(view.shape, view.shape + view.ndim, layout.shape);
+    std::copy(view.strides, view.strides + view.ndim, layout.strides);
+    return layout;
+  }
+
   void check_bound_layout(const char* role, const oprt_python::Operand& now,
-                          const oprt_tensor_view_t& created, int64_t device) const {
-    bool same = now.dtype == created.dtype && now.ndim == created.ndim && now.device == device;
-    for (int d = 0; same && d < now.ndim; ++d) {
-      same = now.shape[d] == created.shape[d] && now.strides[d] == created.strides[d];
-    }
+                          const oprt_python::Operand& created, int64_t device) const {
+    const bool same = now.device == device && oprt_python::same_layout(now, created);
     if (same) return;
     auto text = [](const int64_t* values, int32_t ndim) {
       std::string result = "[";
@@ -334,10 +351,12 @@ PYBIND11_MODULE(_C, m) {
       "Registers the C++ CPU and CUDA kernels of ops, given as (op, operator index, "
       "out_variant, python_op); python_op takes every call the C++ fast path does not.");
   m.def(
-      "set_default_backend_code", [](int code) { oprt_python::set_default_backend(code); },
-      py::arg("code"),
-      "The C++ kernels' backend for calls that name none: a native code, -1 by device, "
-      "-2 a Python backend.");
+      "set_backend_table",
+      [](const std::vector<int32_t>& codes) { oprt_python::set_backend_table(codes); },
+      py::arg("codes"),
+      "What backends.resolve answers, for the C++ kernels: codes[slot * 2 + device] for "
+      "backend slot (None, 'cpu', 'nvidia', 'metax') and device (cpu, cuda), -1 for the "
+      "Python path.");
 
   m.def("operators", &operators,
         "The built-in operators as (name, kind, input_names, param_names, param_defaults).");
@@ -381,6 +400,16 @@ PYBIND11_MODULE(_C, m) {
           py::arg("workspace_ptr") = 0, py::arg("workspace_size") = 0,
           "Launches on the tensors themselves (device: their get_device()), after checking "
           "that their layout is still create's and that they lie inside their storage.")
+      .def(
+          "check_bound",
+          [](py::handle self, py::handle out, py::sequence inputs, int64_t device) {
+            void* out_ptr = nullptr;
+            const void* input_ptrs[kMaxInputs];
+            constructed(self).read_bound(out, inputs, device, &out_ptr, input_ptrs);
+          },
+          py::arg("out"), py::arg("inputs"), py::arg("device"),
+          "Raises unless the tensors still have the layouts the descriptor was created for, "
+          "on device, inside their storage (what run() checks, without running).")
       .def(
           "prepared_id",
           [](py::handle self, int64_t device) { return constructed(self).prepared_id(device); },

@@ -21,7 +21,6 @@
 #include <pthread.h>
 
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -32,40 +31,22 @@
 namespace oprt_python {
 namespace {
 
-// set_default_backend's choice: kByDevice, kPythonBackend or a native code.
-constexpr int32_t kByDevice = -1;
-constexpr int32_t kPythonBackend = -2;
-std::atomic<int32_t> default_backend{kByDevice};
-
-bool available(int32_t code) {
-  static std::atomic<int8_t> known[OPRT_BACKEND_CPU + 1] = {};  // 0 unknown, 1 yes, 2 no
-  int8_t state = known[code].load(std::memory_order_relaxed);
-  if (state == 0) {
-    state = oprt_backend_available(static_cast<oprt_backend_t>(code)) ? 1 : 2;
-    known[code].store(state, std::memory_order_relaxed);
-  }
-  return state == 1;
-}
+// backends.resolve's answers, published by Python (set_backend_table): the
+// native code per (backend named, or none) x (cpu, cuda tensors), -1 where the
+// Python path must run the call. The rule itself lives in backends.py only.
+// Until Python publishes it, every call takes the Python path.
+std::atomic<int32_t> backend_table[kBackendSlots][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
 
 // The native backend that runs a call on device, or -1 for the Python path
-// (which also says why a backend cannot run: backends.resolve).
+// (which also says why a backend cannot run).
 int32_t native_backend(const c10::IValue& backend, const c10::Device& device) {
-  int32_t code = default_backend.load(std::memory_order_relaxed);
+  int slot = 0;
   if (!backend.isNone()) {
     const std::string& name = backend.toStringRef();
-    code = name == "cpu" ? OPRT_BACKEND_CPU
-           : name == "nvidia" ? OPRT_BACKEND_NVIDIA
-           : name == "metax" ? OPRT_BACKEND_METAX
-                              : kPythonBackend;
+    slot = name == "cpu" ? 1 : name == "nvidia" ? 2 : name == "metax" ? 3 : -1;
   }
-  if (code == kPythonBackend) return -1;
-  if (code == kByDevice) {
-    code = device.is_cuda() && !available(OPRT_BACKEND_NVIDIA) && available(OPRT_BACKEND_METAX)
-               ? OPRT_BACKEND_METAX
-               : device.is_cuda() ? OPRT_BACKEND_NVIDIA : OPRT_BACKEND_CPU;
-  }
-  const bool runs_device = code == OPRT_BACKEND_CPU ? device.is_cpu() : device.is_cuda();
-  return runs_device && available(code) ? code : -1;
+  if (slot < 0 || !(device.is_cpu() || device.is_cuda())) return -1;
+  return backend_table[slot][device.is_cuda() ? 1 : 0].load(std::memory_order_relaxed);
 }
 
 int32_t dtype_code(c10::ScalarType type) {
@@ -86,27 +67,13 @@ bool read(const at::Tensor& t, Operand* operand) {
   operand->dtype = dtype_code(t.scalar_type());
   if (operand->dtype < 0) return false;
   operand->ndim = static_cast<int32_t>(t.dim());
-  bool empty = false;
   for (int d = 0; d < operand->ndim; ++d) {
     operand->shape[d] = t.size(d);
     operand->strides[d] = t.stride(d);
-    empty = empty || operand->shape[d] == 0;
   }
   operand->device = t.is_cpu() ? -1 : t.get_device();
-  if (!empty) {
-    // Every element inside the storage (a resized or freed storage never is).
-    int64_t lo = t.storage_offset(), hi = t.storage_offset();
-    for (int d = 0; d < operand->ndim; ++d) {
-      int64_t last = 0;
-      if (__builtin_mul_overflow(operand->shape[d] - 1, operand->strides[d], &last)) return false;
-      if (__builtin_add_overflow(last < 0 ? lo : hi, last, last < 0 ? &lo : &hi)) return false;
-    }
-    int64_t end_bytes = 0;
-    if (lo < 0 || __builtin_mul_overflow(hi + 1, static_cast<int64_t>(t.element_size()),
-                                         &end_bytes) ||
-        end_bytes > static_cast<int64_t>(t.storage().nbytes())) {
-      return false;
-    }
+  if (!within_storage(*operand, t.storage_offset(), static_cast<int64_t>(t.storage().nbytes()))) {
+    return false;
   }
   operand->data = t.data_ptr();
   return true;
@@ -243,14 +210,6 @@ PreparedRegistry& prepared_registry() {
   return *registry;
 }
 
-bool same_layout(const Operand& now, const Operand& created) {
-  if (now.dtype != created.dtype || now.ndim != created.ndim) return false;
-  for (int d = 0; d < now.ndim; ++d) {
-    if (now.shape[d] != created.shape[d] || now.strides[d] != created.strides[d]) return false;
-  }
-  return true;
-}
-
 // _prepared_run(Tensor(a!) out, Tensor[] inputs, int prepared, int workspace,
 // int workspace_size) -> int: 0 once run, 1 when the caller's Python path must
 // run it (and say what is wrong): the descriptor is gone, a tensor requires grad,
@@ -314,19 +273,12 @@ class PreparedRunKernel final : public c10::OperatorKernel {
 }  // namespace
 
 int64_t register_prepared(const oprt_operator_t* op, void* handle, int64_t device,
-                          const oprt_tensor_view_t* views, int32_t count) {
+                          std::vector<Operand> layouts) {
   auto entry = std::make_shared<PreparedEntry>();
   entry->op = op;
   entry->handle = handle;
   entry->device = device;
-  for (int32_t i = 0; i < count; ++i) {
-    Operand layout;
-    layout.dtype = views[i].dtype;
-    layout.ndim = views[i].ndim;
-    std::memcpy(layout.shape, views[i].shape, sizeof(layout.shape));
-    std::memcpy(layout.strides, views[i].strides, sizeof(layout.strides));
-    entry->layouts.push_back(layout);
-  }
+  entry->layouts = std::move(layouts);
   PreparedRegistry& registry = prepared_registry();
   std::lock_guard<std::mutex> lock(registry.mutex);
   const int64_t id = registry.next_id++;
@@ -368,8 +320,13 @@ void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel
   }
 }
 
-void set_default_backend(int32_t code) {
-  default_backend.store(code < 0 ? (code == -1 ? kByDevice : kPythonBackend) : code);
+void set_backend_table(const std::vector<int32_t>& codes) {
+  for (int slot = 0; slot < kBackendSlots; ++slot) {
+    for (int device = 0; device < 2; ++device) {
+      const size_t i = static_cast<size_t>(slot * 2 + device);
+      backend_table[slot][device].store(i < codes.size() ? codes[i] : -1);
+    }
+  }
 }
 
 }  // namespace oprt_python

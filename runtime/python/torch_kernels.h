@@ -8,6 +8,8 @@
 
 #include <operator_runtime/api.h>
 
+#include "runtime/python/descriptor_cache.h"
+
 namespace oprt_python {
 
 // One op to serve: op (e.g. "softmax_out") in the namespace, the operator's
@@ -27,15 +29,18 @@ struct TorchKernel {
 void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels);
 
 // Makes a created descriptor (handle, of op, on device -1 for the CPU) runnable
-// through _prepared_run with the tensors of views' layouts (out, then the
-// inputs); returns its id. unregister_prepared before destroying it.
+// through _prepared_run with tensors of the layouts it was created for (out, then
+// the inputs); returns its id. unregister_prepared before destroying it.
 int64_t register_prepared(const oprt_operator_t* op, void* handle, int64_t device,
-                          const oprt_tensor_view_t* views, int32_t count);
+                          std::vector<Operand> layouts);
 void unregister_prepared(int64_t id);
 
-// The backend of calls that name none: a native backend code, -1 for "by the
-// tensors' device", -2 for a Python backend (those calls take the Python path).
-void set_default_backend(int32_t code);
+// The backend the kernels use, as backends.resolve decides it: codes[slot * 2 +
+// device] is the native backend code for a call naming slot (0: none, 1: "cpu",
+// 2: "nvidia", 3: "metax") on device (0: cpu, 1: cuda tensors), or -1 where the
+// Python path must take the call (a Python backend, or one that cannot run).
+constexpr int kBackendSlots = 4;
+void set_backend_table(const std::vector<int32_t>& codes);
 
 }  // namespace oprt_python
 

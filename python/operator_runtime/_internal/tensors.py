@@ -77,28 +77,6 @@ def _read_only(value: Any) -> bool:
         return False
 
 
-def check_bound(op: str, role: str, tensor: torch.Tensor, shape: tuple, strides: tuple) -> None:
-    """InvalidArgumentError unless tensor still has shape and strides and lies
-    inside its storage (the prepared run of a Python backend)."""
-    if tuple(tensor.shape) != shape or tensor.stride() != strides:
-        raise InvalidArgumentError(
-            f"{op}: prepared run: {role} now has shape {list(tensor.shape)}, strides "
-            f"{list(tensor.stride())}, but the descriptor was created for shape {list(shape)}, "
-            f"strides {list(strides)} (was it resized, set_ or transposed in place?); prepare a "
-            f"new descriptor"
-        )
-    if tensor.numel() == 0:
-        return
-    offset = tensor.storage_offset()
-    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
-    if offset + lo < 0 or (offset + hi + 1) * tensor.element_size() > tensor.untyped_storage().nbytes():
-        raise InvalidArgumentError(
-            f"{op}: {role} reaches past its storage ({tensor.untyped_storage().nbytes()} bytes "
-            f"from offset {offset} elements); was its storage resized or freed?"
-        )
-
-
 def dtype_code(op: str, role: str, tensor: torch.Tensor) -> int:
     code = DTYPE_CODES.get(tensor.dtype)
     if code is None:
@@ -122,12 +100,19 @@ def common_device(op: str, named_tensors: Sequence[tuple[str, torch.Tensor]]) ->
     return device
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(index: int) -> int:
+    """The handle of CUDA device index's current stream, as torch's own ops use."""
+    if _raw_stream is not None:
+        return _raw_stream(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
 def stream_getter(device: torch.device):
     """A cheap function returning the device's current stream handle (0 on CPU)."""
     if device.type != "cuda":
         return lambda: 0
     index = device.index if device.index is not None else torch.cuda.current_device()
-    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw_stream is not None:
-        return lambda: raw_stream(index)
-    return lambda: torch.cuda.current_stream(index).cuda_stream
+    return lambda: current_stream(index)

@@ -1,8 +1,9 @@
 """The host side of the tilelang backend: checks, layouts, launches.
 
-Every call is first checked by the C runtime itself (a cpu descriptor is
-created for the same views and destroyed: create validates views, dtypes,
-shapes, axis and aliasing and never touches memory), so a bad call fails with
+Every call is first checked by the C runtime itself: ops.Prepared creates a cpu
+descriptor for the same views (create validates views, dtypes, shapes, axis and
+aliasing and never touches memory) before asking this backend to prepare, and
+re-checks the bound tensors with it before each run, so a bad call fails with
 exactly the C runtime's status and message. The kernels then need simple
 layouts; this module brings operands there:
 
@@ -32,25 +33,13 @@ from typing import Sequence
 
 import torch
 
-from operator_runtime import _C
-from operator_runtime._internal import tensors
-from operator_runtime.errors import NotSupportedError, from_c_error
+from operator_runtime.errors import NotSupportedError
 from operator_runtime.ops import OPERATORS, Kind
 from operator_runtime.tilelang import compiler
 
 ALIGNMENT = 16
 FLAT_CHUNK = 2**30
 MAX_ELEMENTS = 2**31 - 1
-
-
-def check_with_c_runtime(op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params) -> None:
-    """Raises what the C runtime's create raises for these operands, if anything."""
-    names = OPERATORS[op].input_names
-    views = [tensors.view(op, role, tensor) for role, tensor in zip(names, inputs)]
-    try:
-        _C.Descriptor(op, _C.OPRT_BACKEND_CPU, tensors.view(op, "out", out), views, list(params)).destroy()
-    except _C.Error as error:
-        raise from_c_error(error) from None
 
 
 def is_dense(tensor: torch.Tensor) -> bool:
@@ -232,7 +221,6 @@ class TileLangBackend:
         return device.type == "cuda"
 
     def prepare(self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params: Sequence[float]):
-        check_with_c_runtime(op, out, inputs, params)
         if OPERATORS[op].kind == Kind.ELEMENTWISE:
             plan, scalars = ElementwisePlan(out, inputs), params
         else:
