@@ -119,6 +119,15 @@ def axis_cases(
         ("sliced_steps", spec((16, 40), Sliced((2, 3))), {}),
         ("padded_rows", spec((9, 100), Padded(5)), {}),
         ("misaligned_start", spec((8, 256), Offset(Contiguous(), 1)), {}),
+        # Rows whose starts fall at every offset from a 16-byte boundary (vector
+        # kernels walk them with partial first and last vectors), short rows
+        # batched several per team, a long odd row cut into chunks, and an out
+        # whose rows sit at other offsets than in's (no common vectors).
+        ("rows_at_every_offset", spec((24, 333)), {}),
+        ("odd_rows_misaligned_start", spec((9, 1001), Offset(Contiguous(), 3)), {}),
+        ("short_rows_batched", spec((1001, 24)), {}),
+        ("long_odd_rows", spec((3, 300007)), {}),
+        ("out_at_other_offset", spec((12, 40)), {"out": Offset(Contiguous(), 1)}),
         ("stride0_rows", spec((32, 64), Broadcast((1, 64))), {}),
         ("stride0_axis", spec((32, 64), Broadcast((32, 1))), {}),
         ("no_rows", spec((0, 5)), {}),

@@ -174,18 +174,34 @@ bool has_no_work(const ReductionPlan& plan) {
 
 }  // namespace
 
-bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const void* in,
-                             size_t vector_bytes) {
-  const int64_t vector_elements =
-      static_cast<int64_t>(vector_bytes / oprt_dtype_size(plan.dtype));
+bool rows_take_vectors(const ReductionPlan& plan, const void* out, const void* in,
+                       size_t vector_bytes) {
+  const auto element = static_cast<int64_t>(oprt_dtype_size(plan.dtype));
   const bool writes_rows = plan.out_axis_stride != 0;
   if (plan.in_axis_stride != 1 || (writes_rows && plan.out_axis_stride != 1)) return false;
-  if (plan.row_length % vector_elements != 0) return false;
-  if (reinterpret_cast<uintptr_t>(in) % vector_bytes != 0) return false;
-  if (writes_rows && reinterpret_cast<uintptr_t>(out) % vector_bytes != 0) return false;
+  const auto in_address = reinterpret_cast<uintptr_t>(in);
+  if (in_address % element != 0) return false;
+  if (!writes_rows) return true;
+  const auto vector = static_cast<int64_t>(vector_bytes);
+  const auto out_address = reinterpret_cast<uintptr_t>(out);
+  // Row r's two starts differ by (in - out) + sum_d index_d (in_stride_d - out_stride_d)
+  // elements; they share their offset from a vector boundary for every r exactly
+  // when each term is a whole number of vectors.
+  if ((in_address - out_address) % vector_bytes != 0) return false;
   for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) {
-    if (plan.row_offsets.in_strides[d] % vector_elements != 0) return false;
-    if (writes_rows && plan.row_offsets.out_strides[d] % vector_elements != 0) return false;
+    const int64_t difference = plan.row_offsets.in_strides[d] - plan.row_offsets.out_strides[d];
+    if (difference * element % vector != 0) return false;
+  }
+  return true;
+}
+
+bool rows_start_on_vectors(const ReductionPlan& plan, const void* in, size_t vector_bytes) {
+  const auto element = static_cast<int64_t>(oprt_dtype_size(plan.dtype));
+  if (reinterpret_cast<uintptr_t>(in) % vector_bytes != 0) return false;
+  for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) {
+    if (plan.row_offsets.in_strides[d] * element % static_cast<int64_t>(vector_bytes) != 0) {
+      return false;
+    }
   }
   return true;
 }

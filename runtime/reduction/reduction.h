@@ -68,11 +68,17 @@ struct ReductionPlan {
   bool splits_share_cluster;
 };
 
-// True when every row of in and of out starts on a `vector_bytes` boundary and
-// the row length is a whole number of vectors, so a kernel may use vector loads
-// and stores along the axis (which then must have stride 1 in both).
-bool rows_are_vector_aligned(const ReductionPlan& plan, const void* out, const void* in,
-                             size_t vector_bytes);
+// True when a kernel may walk the rows in aligned vectors of `vector_bytes`
+// (RowWalk in reduction_cuda.cuh): the axis has stride 1 in in (and in out when
+// out keeps it), in is aligned to its element size, and every row of out
+// starts at the same offset from a vector boundary as its row of in, so that
+// each aligned vector of an input row maps to one aligned vector of its output
+// row. Rows may have any length and start anywhere else.
+bool rows_take_vectors(const ReductionPlan& plan, const void* out, const void* in,
+                       size_t vector_bytes);
+
+// True when every row of in starts on a `vector_bytes` boundary.
+bool rows_start_on_vectors(const ReductionPlan& plan, const void* in, size_t vector_bytes);
 
 // True when the rows are the innermost input dimension (stride 1) and every
 // `vector_bytes` group of neighbouring rows lies in one aligned vector at every

@@ -101,17 +101,27 @@ __device__ inline MaxSum absorb(MaxSum state, const float (&x)[kCount]) {
   return MaxSum{max, sum};
 }
 
-// The sums of kCount neighbouring rows, reduced by a team as one value.
+// kCount values reduced by a team as one, lane by lane: the sums of kCount
+// neighbouring columns, or the maxima and sums of kCount rows a team holds.
 template <int kCount>
 struct FloatVector {
   float lanes[kCount];
 };
 
 template <int kCount>
-struct AddVectorOp {
+__device__ inline FloatVector<kCount> shuffle_xor(FloatVector<kCount> value, int lane_mask,
+                                                  int width) {
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) value.lanes[k] = shuffle_xor(value.lanes[k], lane_mask, width);
+  return value;
+}
+
+// Op applied to each lane of two FloatVectors.
+template <class Op, int kCount>
+struct LanewiseOp {
   __device__ FloatVector<kCount> operator()(FloatVector<kCount> a, FloatVector<kCount> b) const {
 #pragma unroll
-    for (int k = 0; k < kCount; ++k) a.lanes[k] += b.lanes[k];
+    for (int k = 0; k < kCount; ++k) a.lanes[k] = Op{}(a.lanes[k], b.lanes[k]);
     return a;
   }
 };
@@ -264,27 +274,107 @@ __device__ inline void store_floats(T* target, const float (&x)[kCount]) {
   }
 }
 
-// Visits this member's share of elements [begin, end) of a row: visit(i, x)
-// gets x = elements i .. i + kVec - 1. Members take vectors in turn (so a team
-// reads consecutive memory together) and kUnroll vectors are loaded before any
-// is visited, to keep several loads in flight. kVec > 1 needs stride 1, begin a
-// multiple of kVec and a vector-aligned row.
+// One row as a kernel walks it. Position p of the walk holds element p - lead
+// of the row, and positions outside [lead, lead + length) read as a fill value
+// and are never written. With lead the row's offset (in elements) past a vector
+// boundary, every position that is a multiple of kVec starts an aligned vector:
+// rows of any length and start are read and written 16 bytes at a time, and
+// only a row's first and last vector, when partial, go element by element. A
+// walk with kVec == 1 has lead 0 and may step by any stride.
+template <class T>
+struct RowWalk {
+  T* first;  // element 0 of the row
+  int64_t stride;
+  int64_t length;
+  int lead;
+
+  // One past the last position that holds an element.
+  __device__ int64_t end() const { return lead + length; }
+
+  // x = positions p .. p + kVec - 1; p is a multiple of kVec, and below end().
+  template <int kVec>
+  __device__ void load(int64_t p, float fill, float (&x)[kVec]) const {
+    if constexpr (kVec == 1) {
+      x[0] = to_float(first[p * stride]);
+    } else {
+      const int64_t i = p - lead;
+      if (i >= 0 && i + kVec <= length) {
+        load_floats<kVec>(first + i, x);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          x[k] = i + k >= 0 && i + k < length ? to_float(first[i + k]) : fill;
+        }
+      }
+    }
+  }
+
+  template <int kVec>
+  __device__ void store(int64_t p, const float (&x)[kVec]) const {
+    if constexpr (kVec == 1) {
+      first[p * stride] = from_float<std::remove_const_t<T>>(x[0]);
+    } else {
+      const int64_t i = p - lead;
+      if (i >= 0 && i + kVec <= length) {
+        store_floats<kVec>(first + i, x);
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          if (i + k >= 0 && i + k < length) first[i + k] = from_float<std::remove_const_t<T>>(x[k]);
+        }
+      }
+    }
+  }
+};
+
+// Elements of T from the last kVec-aligned address at or below p to p (p is
+// aligned to sizeof(T), as the host checks): the lead of a walk starting at p.
+template <int kVec, class T>
+__device__ inline int vector_lead(const T* p) {
+  if constexpr (kVec == 1) {
+    return 0;
+  } else {
+    return static_cast<int>(reinterpret_cast<uintptr_t>(p) / sizeof(T) % kVec);
+  }
+}
+
+// The walks of row `row`'s input and output. They share one lead: the host
+// takes vectors only when in and out rows sit at the same offset from a vector
+// boundary (rows_take_vectors).
+template <int kVec, class T>
+__device__ inline RowWalk<const T> input_walk(const ReductionPlan& plan, const T* in,
+                                              RowStart start) {
+  const T* first = in + start.in;
+  return RowWalk<const T>{first, plan.in_axis_stride, plan.row_length, vector_lead<kVec>(first)};
+}
+
+template <class T>
+__device__ inline RowWalk<T> output_walk(const ReductionPlan& plan, T* out, RowStart start,
+                                         int lead) {
+  return RowWalk<T>{out + start.out, plan.out_axis_stride, plan.row_length, lead};
+}
+
+// Visits this member's share of positions [begin, end) of a walk: visit(p, x)
+// gets x = positions p .. p + kVec - 1 (fill outside the row). Members take
+// vectors in turn (so a team reads consecutive memory together) and kUnroll
+// vectors are loaded before any is visited, to keep several loads in flight.
+// begin is a multiple of kVec and end at most walk.end().
 template <int kVec, int kUnroll, class T, class Visit>
-__device__ inline void for_each_vector(const T* row, int64_t stride, int64_t begin, int64_t end,
-                                       int member, int width, Visit visit) {
+__device__ inline void for_each_vector(const RowWalk<T>& walk, float fill, int64_t begin,
+                                       int64_t end, int member, int width, Visit visit) {
   const int64_t step = static_cast<int64_t>(width) * kVec;
-  int64_t i = begin + static_cast<int64_t>(member) * kVec;
-  for (; i + (kUnroll - 1) * step < end; i += kUnroll * step) {
+  int64_t p = begin + static_cast<int64_t>(member) * kVec;
+  for (; p + (kUnroll - 1) * step < end; p += kUnroll * step) {
     float x[kUnroll][kVec];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) load_floats<kVec>(row + (i + u * step) * stride, x[u]);
+    for (int u = 0; u < kUnroll; ++u) walk.template load<kVec>(p + u * step, fill, x[u]);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) visit(i + u * step, x[u]);
+    for (int u = 0; u < kUnroll; ++u) visit(p + u * step, x[u]);
   }
-  for (; i < end; i += step) {
+  for (; p < end; p += step) {
     float x[kVec];
-    load_floats<kVec>(row + i * stride, x);
-    visit(i, x);
+    walk.template load<kVec>(p, fill, x);
+    visit(p, x);
   }
 }
 
@@ -320,11 +410,18 @@ inline dim3 column_block(int64_t rows) {
 template <class T>
 constexpr int kWide = kVectorBytes / static_cast<int>(sizeof(T));
 
-// Vector width in elements for this launch: 16 bytes' worth when every row of
-// in (and of out, when out keeps the axis) is 16-byte aligned, else 1.
+// Vector width in elements for this launch: 16 bytes' worth when the rows may
+// be walked in aligned vectors (rows_take_vectors), else 1.
 template <class T>
 int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
-  return rows_are_vector_aligned(plan, out, in, kVectorBytes) ? kWide<T> : 1;
+  return rows_take_vectors(plan, out, in, kVectorBytes) ? kWide<T> : 1;
+}
+
+// The most positions a walk of this launch's rows covers: the row length plus
+// the largest lead, which is 0 when every row starts on a vector boundary.
+inline int64_t walk_length(const ReductionPlan& plan, int vec, const void* in) {
+  const bool aligned = vec == 1 || rows_start_on_vectors(plan, in, kVectorBytes);
+  return plan.row_length + (aligned ? 0 : vec - 1);
 }
 
 // Calls fn(std::integral_constant<int, W>{}) with W = width, which is 1 or

@@ -2,6 +2,7 @@
 
     bazel run //tools:bench -- --op=all [--backend=nvidia,tilelang] [--dtype=f32] [--shapes=8192x8192]
         [--peers=torch,torch_compile,liger] [--nooverhead]
+    bazel run //tools:bench -- --sweep=softmax [--sweep_mb=256 | --sweep_rows=1,8,64] [--sweep_lengths=...]
 
 Per case and backend (one row each; --backend takes a comma list, e.g.
 nvidia,tilelang, all on one device type): median latency, bytes moved and FLOPs from the operator's declared
@@ -17,6 +18,9 @@ tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
 and each peer's call; on a GPU its title also gives the driver's own launch of
 an empty kernel (host_cost.py), the floor under any per-call launch.
 
+`--sweep=softmax` (or reduce_sum) instead sweeps row lengths: tools/bench/sweep.py
+says how; it writes JSON and plots into --sweep_out and prints its verdicts.
+
 tools/bench/compare.py sets runs of two builds side by side (--json_out files);
 tools/bench/report.py BENCH.json PREFIX redraws a saved run's plots.
 """
@@ -27,6 +31,7 @@ import functools
 import importlib
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -40,7 +45,7 @@ import operator_runtime as ort
 from operator_runtime.ops import OPERATORS
 from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
 from tools.bench import peers as peer_lib
-from tools.bench import targets
+from tools.bench import sweep, targets
 from tools.bench.host_cost import driver_launch_us, host_us_per_call
 from tools.bench.report import write_report
 
@@ -57,6 +62,12 @@ flags.DEFINE_string("report", None, "Write a Markdown page with the table and PN
 flags.DEFINE_list("peers", ["torch"], f"Peers timed beside oprt: any of {', '.join(peer_lib.PEER_NAMES)}.")
 flags.DEFINE_boolean("overhead", True, "Also measure the host µs per call of p.run(), ort.<op>_() and the peers.")
 flags.DEFINE_integer("overhead_calls", 2000, "Calls per overhead measurement (in 5 batches; the median is reported).")
+flags.DEFINE_enum("sweep", None, sweep.SWEEP_OPS, "Sweep this op over row lengths instead of its cases.")
+flags.DEFINE_float("sweep_mb", 256, "Sweep: MiB of input per point (rows = this / row bytes).")
+flags.DEFINE_list("sweep_rows", [], "Sweep: few-rows mode, these row counts at every length (e.g. 1,8,64).")
+flags.DEFINE_string("sweep_lengths", None, "Sweep: row lengths, a comma list (default: sweep.py's list).")
+flags.DEFINE_string("sweep_out", "docs/performance", "Sweep: directory for JSON and plots "
+                    "(relative paths are taken from the workspace under bazel run).")
 flags.DEFINE_float("max_mb", None, "Skip (and list) cases moving more MB than this "
                    "(default: no limit on GPUs, 300 on the cpu backend).")
 
@@ -328,6 +339,23 @@ def unavailable_notes(results: list[Result], overheads: list[Overhead]) -> list[
     return notes
 
 
+def _run_sweep(backends: list[str], device: torch.device) -> int:
+    if len(backends) != 1:
+        print("bench: --sweep takes one backend", file=sys.stderr)
+        return 2
+    out_dir = FLAGS.sweep_out
+    if not os.path.isabs(out_dir) and "BUILD_WORKSPACE_DIRECTORY" in os.environ:
+        out_dir = os.path.join(os.environ["BUILD_WORKSPACE_DIRECTORY"], out_dir)
+    dtypes = list(DTYPES.values()) if FLAGS.dtype == "all" else [DTYPES[name] for name in FLAGS.dtype.split(",")]
+    spec = importlib.import_module(f"ops.{FLAGS.sweep}.cases").OP
+    name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    verdicts = sweep.run(FLAGS.sweep, spec, backends[0], dtypes, FLAGS.peers, mb=FLAGS.sweep_mb,
+                         rows_list=[int(n) for n in FLAGS.sweep_rows], lengths_text=FLAGS.sweep_lengths,
+                         out_dir=out_dir, warmup=FLAGS.warmup, iters=FLAGS.iters, device_name=name)
+    print("\n".join(["", f"sweep targets (tools/bench/targets.py), written to {out_dir}", *verdicts]))
+    return 0
+
+
 def main(argv) -> int:
     del argv
     problem = peer_lib.check(FLAGS.peers)
@@ -345,6 +373,8 @@ def main(argv) -> int:
         return 2
     backend = ",".join(backends)
     device = _device(backends[0])
+    if FLAGS.sweep:
+        return _run_sweep(backends, device)
     ops = list(OPERATORS) if FLAGS.op == "all" else FLAGS.op.split(",")
     specs = {}
     for op in ops:

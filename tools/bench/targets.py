@@ -24,6 +24,14 @@ REDUCE_SUM_GEOMEAN_VS_TORCH = 1.2
 ELEMENTWISE_MIN_ELEMENTS = 2**20
 # Host cost per call: ort.<op>(x) against torch's call, ort.<op>_() against p.run(),
 # and p.run() against the driver's own launch of an empty kernel (GPU backends).
+# The row-length sweep (tools/bench/sweep.py), per op, over every point of a run.
+SWEEP_VS_BEST_PEER = 1.0
+SWEEP_FRACTION_OF_COPY = 0.90
+SWEEP_COPY_FROM_LENGTH = 256
+SWEEP_COPY_DTYPES = ("f32", "bf16")
+SWEEP_LONG_ROW = 2**17
+SWEEP_LONG_ROW_GBPS = 3600.0
+SWEEP_NEIGHBOUR_FRACTION = 0.9
 OP_CALL_VS_TORCH = 1.2
 OUT_VARIANT_ABOVE_RUN_US = 1.0
 RUN_ABOVE_LAUNCH_US = 0.5
@@ -158,3 +166,63 @@ def overhead_targets(overheads, launch_floor_us: float | None) -> list[Verdict]:
                     lambda o: f"{o.run_us:.1f} us against the launch's {launch_floor_us:.1f} us")
                 verdicts.append(Verdict(target, passed, detail))
     return verdicts
+
+
+def _point_name(p) -> str:
+    return f"{p.dtype} {p.axis} axis {p.mode} {p.rows}x{p.row_length}"
+
+
+def _every_point(target: str, points, value: Callable, minimum: float, label: str) -> Verdict:
+    judged = [(p, value(p)) for p in points]
+    judged = [(p, v) for p, v in judged if v is not None]
+    if not judged:
+        return Verdict(target, None, "no point in this run")
+    failing = [(p, v) for p, v in judged if v < minimum]
+    worst, worst_value = min(judged, key=lambda pair: pair[1])
+    detail = f"{len(judged) - len(failing)}/{len(judged)} points; worst {_point_name(worst)} {worst_value:.2f}{label}"
+    if failing:
+        shown = ", ".join(f"{p.dtype} {p.axis} {p.mode} {p.row_length} {v:.2f}" for p, v in failing[:12])
+        detail += f"; below: {shown}" + (f" and {len(failing) - 12} more" if len(failing) > 12 else "")
+    return Verdict(target, not failing, detail)
+
+
+def _vs_best_peer(p) -> float | None:
+    best = p.best_peer()
+    return None if best is None else p.gbps / best[1]
+
+
+def _vs_aligned_neighbours(points) -> Callable:
+    """GB/s of a point whose row length is not a power of two over the slower of
+    the powers of two around it (same dtype, axis and mode); None for the others."""
+    by_series = {}
+    for p in points:
+        by_series[(p.dtype, p.axis, p.mode, p.row_length)] = p
+
+    def value(p) -> float | None:
+        if p.row_length & (p.row_length - 1) == 0:
+            return None
+        below = 1 << (p.row_length.bit_length() - 1)
+        neighbours = [by_series.get((p.dtype, p.axis, p.mode, n)) for n in (below, 2 * below)]
+        speeds = [n.gbps for n in neighbours if n is not None]
+        return p.gbps / min(speeds) if speeds else None
+
+    return value
+
+
+def sweep_targets(op: str, points) -> list[Verdict]:
+    """The row-length targets on one op's sweep points (tools/bench/sweep.py)."""
+    input_bytes = lambda p: p.rows * p.row_length * ELEMENT_BYTES[p.dtype]  # noqa: E731
+    return [
+        _every_point(f"{op} >= {SWEEP_VS_BEST_PEER:.1f}x the best peer at every point", points, _vs_best_peer,
+                     SWEEP_VS_BEST_PEER, "x"),
+        _every_point(f"{op} >= {SWEEP_FRACTION_OF_COPY:.0%} of the copy of the same bytes at every row length "
+                     f">= {SWEEP_COPY_FROM_LENGTH} ({', '.join(SWEEP_COPY_DTYPES)})",
+                     [p for p in points if p.row_length >= SWEEP_COPY_FROM_LENGTH and p.dtype in SWEEP_COPY_DTYPES],
+                     lambda p: p.gbps / p.copy_gbps, SWEEP_FRACTION_OF_COPY, " of copy"),
+        _every_point(f"{op} rows >= 2^17 at >= {SWEEP_LONG_ROW_GBPS / 1000:.1f} TB/s on inputs >= 256 MiB",
+                     [p for p in points if p.row_length >= SWEEP_LONG_ROW and input_bytes(p) >= LARGE_TENSOR_BYTES],
+                     lambda p: p.gbps, SWEEP_LONG_ROW_GBPS, " GB/s"),
+        _every_point(f"{op} no row length below {SWEEP_NEIGHBOUR_FRACTION}x of its aligned neighbours "
+                     f"(the slower power of two around it)", points, _vs_aligned_neighbours(points),
+                     SWEEP_NEIGHBOUR_FRACTION, "x"),
+    ]

@@ -2,8 +2,8 @@
 // with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
-// when aligned: a few lanes of a warp for short rows, a whole block for long
-// ones. Other axes use ColumnTeams: neighbouring threads take neighbouring rows
+// whatever the row's length and start (RowWalk): a few lanes of a warp for
+// short rows, a whole block for long ones. Other axes use ColumnTeams: neighbouring threads take neighbouring rows
 // (16 bytes' worth of them per thread when the rows are the contiguous inner
 // dimension) and walk the axis together, so a warp reads consecutive memory.
 // When there are too few rows to fill the GPU, each row is cut into chunks whose
@@ -31,14 +31,14 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
              const T* in) {
   const int64_t splits = gridDim.y;
   const int64_t begin = blockIdx.y * chunk;
-  const int64_t end = min(plan.row_length, begin + chunk);
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
     const int64_t row = group * team.teams_per_block() + team.slot();
     const bool active = row < plan.rows;
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
     float sum = 0.0f;
     if (active) {
-      for_each_vector<kVec, kUnroll>(in + start.in, plan.in_axis_stride, begin, end,
+      const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
+      for_each_vector<kVec, kUnroll>(walk, 0.0f, begin, min(walk.end(), begin + chunk),
                                      team.member(), team.width(),
                                      [&](int64_t, const float(&x)[kVec]) {
 #pragma unroll
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
         for (int k = 0; k < kVec; ++k) total.lanes[k] += x[k];
       }
     }
-    total = team.reduce(total, AddVectorOp<kVec>{});
+    total = team.reduce(total, LanewiseOp<AddOp, kVec>{});
     if (active && team.member() == 0) {
       // With kVec > 1 the rows share their innermost dimension, so they step by its stride.
       const int64_t out_step = plan.row_offsets.out_strides[0];
@@ -126,8 +126,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 template <class T>
 oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T* in,
                      cudaStream_t stream) {
-  const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
   if (plan.in_axis_stride != 1) {
+    const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
     const bool wide = columns_are_vector_aligned(plan, in, kVectorBytes);
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(wide ? kWide<T> : 1, [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
@@ -141,7 +141,9 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      const int64_t vectors = ceil_div(plan.row_length, kVec);
+      const int64_t walk = walk_length(plan, kVec, in);
+      const int64_t chunk = chunk_length(walk, plan.row_splits);
+      const int64_t vectors = ceil_div(walk, kVec);
       const int lanes = next_pow2(std::min<int64_t>(ceil_div(vectors, kVectorsPerThread),
                                                     kLongRowBlockThreads));
       if (lanes <= kWarpSize) {

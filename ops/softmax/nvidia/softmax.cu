@@ -1,10 +1,15 @@
 // softmax on CUDA-dialect GPUs: the nvidia backend, and metax when compiled
 // with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
+// Rows of stride 1 are walked in aligned 16-byte vectors whatever their length
+// and start (RowWalk in reduction_cuda.cuh): only a row's partial first and
+// last vectors go element by element, so odd lengths run as fast as aligned ones.
+//
 // Rows of stride 1 up to kMaxRegisterRow elements are read once into registers
 // by a team per row (lanes of a warp, or a whole block), which finds the
 // maximum, then sum(exp(x - max)), and writes exp(x - max) / sum: one read and
-// one write of the data. Longer rows, and axes whose stride is not 1, take the
+// one write of the data. Short rows give each warp team several rows at once,
+// so every thread has a few 16-byte loads in flight. Longer rows, and axes whose stride is not 1, take the
 // online path: a pass folding each chunk into a (max, sum) pair, then a pass
 // that reads the input again and writes the result. Rows too few to fill the
 // GPU are cut into chunks whose pairs meet in the workspace between two kernels.
@@ -47,52 +52,75 @@ constexpr int kMinRowBlockThreads = 128;
 constexpr int64_t kRegisterVectorsPerThread = 4;
 constexpr int kUnroll = 4;
 
-template <class Team, class T, int kVec, int kPerThread>
+// Rows a warp team holds at once on the register path: short rows, whose
+// lanes hold one or two vectors each, take several rows per team so that every
+// thread keeps about four 16-byte loads in flight.
+constexpr int rows_per_team(int vectors_per_thread) {
+  return vectors_per_thread >= 4 ? 1 : 4 / vectors_per_thread;
+}
+
+template <class Team, class T, int kVec, int kPerThread, int kRows>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_in_registers(ReductionPlan plan, Team team, int64_t groups, T* out, const T* in) {
-  // Rows here are at most kMaxRegisterRow long, so positions in a row fit in int.
-  const int length = static_cast<int>(plan.row_length);
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
+  const int64_t rows_per_group = int64_t{team.teams_per_block()} * kRows;
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
-    const int64_t row = group * team.teams_per_block() + team.slot();
-    const bool active = row < plan.rows;
-    const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
-    float x[kPerThread][kVec];
-    float max = -INFINITY;
+    // The team's r-th row sits teams_per_block() rows after its (r-1)-th, so at
+    // each r a warp's teams read neighbouring rows together.
+    RowWalk<const T> rows[kRows];
+    RowWalk<T> outs[kRows];
+    float x[kRows][kPerThread][kVec];
+    FloatVector<kRows> max;
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = first + j * step;
-      if (active && i < length) {
-        load_floats<kVec>(in + start.in + i, x[j]);
-      } else {
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t row = group * rows_per_group + r * team.teams_per_block() + team.slot();
+      const bool active = row < plan.rows;
+      const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
+      rows[r] = active ? input_walk<kVec>(plan, in, start) : RowWalk<const T>{in, 1, 0, 0};
+      outs[r] = output_walk(plan, out, start, rows[r].lead);
+      max.lanes[r] = -INFINITY;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) x[j][k] = -INFINITY;
+      for (int j = 0; j < kPerThread; ++j) {
+        const int p = first + j * step;
+        if (p < rows[r].end()) {
+          rows[r].template load<kVec>(p, -INFINITY, x[r][j]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) x[r][j][k] = -INFINITY;
+        }
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) max.lanes[r] = fmaxf(max.lanes[r], x[r][j][k]);
       }
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) max = fmaxf(max, x[j][k]);
     }
-    max = team.reduce(max, MaxOp{});
-    float sum = 0.0f;
+    max = team.reduce(max, LanewiseOp<MaxOp, kRows>{});
+    FloatVector<kRows> sum;
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      if (active && first + j * step < length) {
+    for (int r = 0; r < kRows; ++r) {
+      sum.lanes[r] = 0.0f;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          x[j][k] = softmax_exp(x[j][k] - max);
-          sum += x[j][k];
+      for (int j = 0; j < kPerThread; ++j) {
+        if (first + j * step < rows[r].end()) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            x[r][j][k] = softmax_weight(x[r][j][k], max.lanes[r]);
+            sum.lanes[r] += x[r][j][k];
+          }
         }
       }
     }
-    sum = team.reduce(sum, AddOp{});
-    const float scale = 1.0f / sum;
+    sum = team.reduce(sum, LanewiseOp<AddOp, kRows>{});
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = first + j * step;
-      if (active && i < length) {
+    for (int r = 0; r < kRows; ++r) {
+      const float scale = 1.0f / sum.lanes[r];
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) x[j][k] *= scale;
-        store_floats<kVec>(out + start.out + i * plan.out_axis_stride, x[j]);
+      for (int j = 0; j < kPerThread; ++j) {
+        const int p = first + j * step;
+        if (p < rows[r].end()) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) x[r][j][k] *= scale;
+          outs[r].template store<kVec>(p, x[r][j]);
+        }
       }
     }
   }
@@ -104,17 +132,20 @@ enum class OnlinePass : int {
   kNormalize,          // split rows, second kernel: combine the row's pairs, normalise the chunk
 };
 
+// chunk is in walk positions (RowWalk): chunk blockIdx.y covers positions
+// [blockIdx.y * chunk, (blockIdx.y + 1) * chunk) of its row.
 template <class Team, class T, int kVec>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_online(ReductionPlan plan, Team team, int64_t groups, int64_t chunk,
                         OnlinePass pass, MaxSum* partials, T* out, const T* in) {
   const int64_t splits = gridDim.y;
   const int64_t begin = blockIdx.y * chunk;
-  const int64_t end = min(plan.row_length, begin + chunk);
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
     const int64_t row = group * team.teams_per_block() + team.slot();
     const bool active = row < plan.rows;
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
+    const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
+    const int64_t end = min(walk.end(), begin + chunk);
     MaxSum stats = MaxSumOp::identity();
     if (pass == OnlinePass::kNormalize) {
       for (int64_t split = 0; active && split < splits; ++split) {
@@ -123,8 +154,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     } else {
       const auto fold = [&](int64_t, const float(&x)[kVec]) { stats = absorb(stats, x); };
       if (active) {
-        for_each_vector<kVec, kUnroll>(in + start.in, plan.in_axis_stride, begin, end,
-                                       team.member(), team.width(), fold);
+        for_each_vector<kVec, kUnroll>(walk, -INFINITY, begin, end, team.member(), team.width(),
+                                       fold);
       }
       stats = team.reduce(stats, MaxSumOp{});
       if (pass == OnlinePass::kStats) {
@@ -133,15 +164,16 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       }
     }
     if (!active) continue;
+    const RowWalk<T> out_walk = output_walk(plan, out, start, walk.lead);
     const float scale = 1.0f / stats.sum;
-    const auto normalize = [&](int64_t i, const float(&x)[kVec]) {
+    const auto normalize = [&](int64_t p, const float(&x)[kVec]) {
       float y[kVec];
 #pragma unroll
       for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(x[k] - stats.max) * scale;
-      store_floats<kVec>(out + start.out + i * plan.out_axis_stride, y);
+      out_walk.template store<kVec>(p, y);
     };
-    for_each_vector<kVec, kUnroll>(in + start.in, plan.in_axis_stride, begin, end, team.member(),
-                                   team.width(), normalize);
+    for_each_vector<kVec, kUnroll>(walk, -INFINITY, begin, end, team.member(), team.width(),
+                                   normalize);
   }
 }
 
@@ -157,79 +189,82 @@ constexpr int64_t kClusterRegisterElements =
 constexpr int kMaxClusterBlocks = 16;
 
 #if __CUDA_ARCH__ >= 900
-// Starts 16-byte asynchronous copies of this member's vectors of source[0,
-// length) into tail; wait_async_copies() completes them. The copies need no
-// registers, so a whole tail can be in flight at once.
+// Copies this member's vectors of walk positions [tail_begin, end) to tail
+// (position p to tail[p - tail_begin]); wait_async_copies() completes them.
+// Whole 16-byte vectors go by asynchronous copy, which needs no registers, so
+// a whole tail can be in flight at once; a row's partial last vector (and
+// every element without vectors) is loaded, with -inf outside the row, and
+// stored.
 template <class T, int kVec>
-__device__ inline void start_async_copies(T* tail, const T* source, int64_t length, int member,
-                                          int width) {
-  static_assert(sizeof(T) * kVec == 16, "asynchronous copies move 16-byte vectors");
-  for (int64_t i = static_cast<int64_t>(member) * kVec; i < length; i += int64_t{width} * kVec) {
-    const unsigned target = static_cast<unsigned>(__cvta_generic_to_shared(tail + i));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(target), "l"(source + i)
-                 : "memory");
+__device__ inline void stage_tail(T* tail, const RowWalk<const T>& walk, int64_t tail_begin,
+                                  int64_t end, int member, int width) {
+  using Word = typename AccessWord<sizeof(T) * kVec>::type;
+  for (int64_t p = tail_begin + int64_t{member} * kVec; p < end; p += int64_t{width} * kVec) {
+    T* const target = tail + (p - tail_begin);
+    const int64_t i = p - walk.lead;
+    if constexpr (sizeof(T) * kVec == 16) {
+      if (i >= 0 && i + kVec <= walk.length) {
+        const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
+                     "l"(walk.first + i)
+                     : "memory");
+        continue;
+      }
+    }
+    float x[kVec];
+    walk.template load<kVec>(p, -INFINITY, x);
+    *reinterpret_cast<Word*>(target) = pack_floats<kVec, T>(x);
   }
 }
 
 __device__ inline void wait_async_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 #endif
 
-// Each member reads back only the tail vectors it stored itself (for_each_vector
-// visits the same positions for the same member), so the tail needs no barrier.
+// chunk is in walk positions (RowWalk). Each member reads back only the tail
+// vectors it staged itself (for_each_vector visits the same positions for the
+// same member), so the tail needs no barrier.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     softmax_rows_in_cluster(ReductionPlan plan, int64_t chunk, T* out, const T* in) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   constexpr int kRegisterVectors = kClusterRegisterFloats / kVec;
-  constexpr bool kAsyncTail = sizeof(T) * kVec == 16;
   extern __shared__ uint4 chunk_tail_words[];
   T* const chunk_tail = reinterpret_cast<T*>(chunk_tail_words);
   __shared__ MaxSum block_stats;
   const cg::cluster_group cluster = cg::this_cluster();
   const BlockTeam team;
   const int64_t begin = static_cast<int64_t>(cluster.block_rank()) * chunk;
-  const int64_t end = min(plan.row_length, begin + chunk);
-  const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
-  const int64_t tail_length = end - tail_begin;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
     const RowStart start = row_start(plan.row_offsets, row);
+    const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
+    const RowWalk<T> out_walk = output_walk(plan, out, start, walk.lead);
+    const int64_t end = min(walk.end(), begin + chunk);
+    const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
+    // The staged tail in whole vectors (its last one padded with -inf).
+    const RowWalk<const T> tail{chunk_tail, 1, (end - tail_begin + kVec - 1) / kVec * kVec, 0};
     // Read the chunk once: the tail is copied to shared memory while the head
     // is loaded into registers.
-    if constexpr (kAsyncTail) {
-      start_async_copies<T, kVec>(chunk_tail, in + start.in + tail_begin, tail_length,
-                                  team.member(), team.width());
-    }
+    stage_tail<T, kVec>(chunk_tail, walk, tail_begin, end, team.member(), team.width());
     float x[kRegisterVectors][kVec];
     float max = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
-      const int64_t i = begin + first + j * step;
-      if (i < tail_begin) {
-        load_floats<kVec>(in + start.in + i, x[j]);
+      const int64_t p = begin + first + j * step;
+      if (p < tail_begin) {
+        walk.template load<kVec>(p, -INFINITY, x[j]);
 #pragma unroll
         for (int k = 0; k < kVec; ++k) max = fmaxf(max, x[j][k]);
       }
     }
-    const auto fold_max = [&](int64_t, const float(&v)[kVec]) {
+    wait_async_copies();
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+                                   [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) max = fmaxf(max, v[k]);
-    };
-    if constexpr (kAsyncTail) {
-      wait_async_copies();
-      for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
-                                     fold_max);
-    } else {
-      const auto keep = [&](int64_t i, const float(&v)[kVec]) {
-        fold_max(i, v);
-        using Word = typename AccessWord<sizeof(T) * kVec>::type;
-        reinterpret_cast<Word*>(chunk_tail)[(i - tail_begin) / kVec] = pack_floats<kVec, T>(v);
-      };
-      for_each_vector<kVec, kUnroll>(in + start.in, 1, tail_begin, end, team.member(),
-                                     team.width(), keep);
-    }
+                                     for (int k = 0; k < kVec; ++k) max = fmaxf(max, v[k]);
+                                   });
     // This block's (max, sum) pair; a chunk of only -inf gives the empty pair.
     max = team.reduce(max, MaxOp{});
     const float shift = max == -INFINITY ? 0.0f : max;
@@ -241,12 +276,11 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
         for (int k = 0; k < kVec; ++k) sum += softmax_exp(x[j][k] - shift);
       }
     }
-    const auto add_weights = [&](int64_t, const float(&v)[kVec]) {
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+                                   [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) sum += softmax_exp(v[k] - shift);
-    };
-    for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
-                                   add_weights);
+                                     for (int k = 0; k < kVec; ++k) sum += softmax_exp(v[k] - shift);
+                                   });
     sum = team.reduce(sum, AddOp{});
     // Every block combines all the cluster's pairs in the same order, so all agree.
     if (team.member() == 0) block_stats = MaxSum{max, sum};
@@ -259,21 +293,22 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     const float scale = 1.0f / stats.sum;
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
-      const int64_t i = begin + first + j * step;
-      if (i < tail_begin) {
+      const int64_t p = begin + first + j * step;
+      if (p < tail_begin) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) x[j][k] = softmax_exp(x[j][k] - stats.max) * scale;
-        store_floats<kVec>(out + start.out + i, x[j]);
+        out_walk.template store<kVec>(p, x[j]);
       }
     }
-    const auto normalize = [&](int64_t i, const float(&v)[kVec]) {
-      float y[kVec];
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+                                   [&](int64_t i, const float(&v)[kVec]) {
+                                     float y[kVec];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(v[k] - stats.max) * scale;
-      store_floats<kVec>(out + start.out + tail_begin + i, y);
-    };
-    for_each_vector<kVec, kUnroll>(chunk_tail, 1, 0, tail_length, team.member(), team.width(),
-                                   normalize);
+                                     for (int k = 0; k < kVec; ++k) {
+                                       y[k] = softmax_exp(v[k] - stats.max) * scale;
+                                     }
+                                     out_walk.template store<kVec>(tail_begin + i, y);
+                                   });
   }
 #endif
 }
@@ -298,23 +333,25 @@ bool may_use_registers(const ReductionPlan& plan) {
   return plan.in_axis_stride == 1 && plan.row_length <= kMaxRegisterRow;
 }
 
+// Whether a walk of `walk` positions fits the register path's threads.
 template <int kVec>
-bool fits_in_registers(const ReductionPlan& plan) {
-  return plan.row_length <= int64_t{kMaxBlockThreads} * max_vectors_per_thread(kVec) * kVec;
+bool fits_in_registers(int64_t walk) {
+  return walk <= int64_t{kMaxBlockThreads} * max_vectors_per_thread(kVec) * kVec;
 }
 
 template <class T, int kVec>
-oprt_status_t launch_in_registers(const ReductionPlan& plan, T* out, const T* in,
+oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* out, const T* in,
                                   cudaStream_t stream) {
   constexpr int kMaxPerThread = max_vectors_per_thread(kVec);
-  const int64_t vectors = ceil_div(plan.row_length, kVec);
+  const int64_t vectors = ceil_div(walk, kVec);
   if (vectors <= int64_t{kWarpSize} * kMaxPerThread) {
     // Lanes first, then vectors per lane: short rows keep whole warps busy.
     const int lanes = next_pow2(std::min<int64_t>(vectors, kWarpSize));
     const int per_thread = static_cast<int>(ceil_div(vectors, lanes));
     return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
-      const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes);
-      softmax_rows_in_registers<WarpTeams, T, kVec, decltype(per)::value>
+      constexpr int kRows = rows_per_team(decltype(per)::value);
+      const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes * kRows);
+      softmax_rows_in_registers<WarpTeams, T, kVec, decltype(per)::value, kRows>
           <<<row_grid(groups, 1), kWarpRowsBlockThreads, 0, stream>>>(plan, WarpTeams{lanes},
                                                                        groups, out, in);
       return OPRT_SUCCESS;
@@ -324,16 +361,16 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, T* out, const T* in
                                                     kMinRowBlockThreads, kMaxBlockThreads));
   const int per_thread = static_cast<int>(ceil_div(vectors, threads));
   return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
-    softmax_rows_in_registers<BlockTeam, T, kVec, decltype(per)::value>
+    softmax_rows_in_registers<BlockTeam, T, kVec, decltype(per)::value, 1>
         <<<row_grid(plan.rows, 1), threads, 0, stream>>>(plan, BlockTeam{}, plan.rows, out, in);
     return OPRT_SUCCESS;
   });
 }
 
 template <class Team, class T, int kVec>
-void launch_online(const ReductionPlan& plan, Team team, dim3 block, int64_t groups,
+void launch_online(const ReductionPlan& plan, int64_t walk, Team team, dim3 block, int64_t groups,
                    MaxSum* partials, T* out, const T* in, cudaStream_t stream) {
-  const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
+  const int64_t chunk = chunk_length(walk, plan.row_splits);
   const dim3 grid = row_grid(groups, plan.row_splits);
   if (plan.row_splits == 1) {
     softmax_rows_online<Team, T, kVec><<<grid, block, 0, stream>>>(
@@ -370,6 +407,13 @@ struct ClusterLaunch {
     config.numAttrs = 1;
   }
 };
+
+// Walk positions each block of a cluster of `blocks` holds: enough for a row
+// at any lead, so the plan made at create time holds every launch's rows.
+template <class T>
+int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
+  return chunk_length(plan.row_length + kWide<T> - 1, blocks);
+}
 
 // Lets the cluster kernels use all the shared memory a block may opt into and
 // clusters of 16; returns the dynamic shared memory a block may then have.
@@ -411,7 +455,7 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   const int64_t capacity =
       kClusterRegisterElements + static_cast<int64_t>(dynamic_limit / sizeof(T));
   int widest = 1;
-  while (widest <= kMaxClusterBlocks && chunk_length(plan->row_length, widest) > capacity) {
+  while (widest <= kMaxClusterBlocks && cluster_chunk<T>(*plan, widest) > capacity) {
     widest *= 2;
   }
   int multiprocessors = 0;
@@ -420,7 +464,7 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   // Not every cluster shape can be scheduled (a cluster's blocks share one GPC):
   // fall back to fewer, larger blocks while they still hold the row.
   for (int blocks = widest; blocks >= 1; blocks /= 2) {
-    const int64_t chunk = chunk_length(plan->row_length, blocks);
+    const int64_t chunk = cluster_chunk<T>(*plan, blocks);
     if (blocks > kMaxClusterBlocks || chunk > capacity) continue;
     ReductionPlan candidate = *plan;
     candidate.row_splits = blocks;
@@ -442,7 +486,7 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
 
 template <class T, int kVec>
 void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
-  const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
+  const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
   const ClusterLaunch<T> launch(plan, chunk, stream);
   cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec>, plan, chunk, out, in);
 }
@@ -453,8 +497,8 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
                      cudaStream_t stream) {
   if (plan.in_axis_stride != 1) {
     const dim3 block = column_block(plan.rows);
-    launch_online<ColumnTeams, T, 1>(plan, ColumnTeams{}, block, ceil_div(plan.rows, block.x),
-                                     partials, out, in, stream);
+    launch_online<ColumnTeams, T, 1>(plan, plan.row_length, ColumnTeams{}, block,
+                                     ceil_div(plan.rows, block.x), partials, out, in, stream);
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
@@ -464,11 +508,12 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
         return OPRT_SUCCESS;
       }
 #endif
-      if (may_use_registers(plan) && fits_in_registers<kVec>(plan)) {
-        return launch_in_registers<T, kVec>(plan, out, in, stream);
+      const int64_t walk = walk_length(plan, kVec, in);
+      if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
+        return launch_in_registers<T, kVec>(plan, walk, out, in, stream);
       }
-      launch_online<BlockTeam, T, kVec>(plan, BlockTeam{}, dim3(kLongRowBlockThreads), plan.rows,
-                                        partials, out, in, stream);
+      launch_online<BlockTeam, T, kVec>(plan, walk, BlockTeam{}, dim3(kLongRowBlockThreads),
+                                        plan.rows, partials, out, in, stream);
       return OPRT_SUCCESS;
     }));
   }
