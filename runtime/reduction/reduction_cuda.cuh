@@ -281,7 +281,12 @@ __device__ inline void store_floats(T* target, const float (&x)[kCount]) {
 // rows of any length and start are read and written 16 bytes at a time, and
 // only a row's first and last vector, when partial, go element by element. A
 // walk with kVec == 1 has lead 0 and may step by any stride.
-template <class T>
+//
+// kWholeVectors: the launch's rows start on vector boundaries and are whole
+// vectors long (lead 0, no partial vector), which the host checks once per
+// launch; the walk then skips the partial-vector checks, whose registers the
+// bf16 kernels cannot spare without spilling.
+template <class T, bool kWholeVectors = false>
 struct RowWalk {
   T* first;  // element 0 of the row
   int64_t stride;
@@ -289,13 +294,15 @@ struct RowWalk {
   int lead;
 
   // One past the last position that holds an element.
-  __device__ int64_t end() const { return lead + length; }
+  __device__ int64_t end() const { return kWholeVectors ? length : lead + length; }
 
   // x = positions p .. p + kVec - 1; p is a multiple of kVec, and below end().
   template <int kVec>
   __device__ void load(int64_t p, float fill, float (&x)[kVec]) const {
     if constexpr (kVec == 1) {
       x[0] = to_float(first[p * stride]);
+    } else if constexpr (kWholeVectors) {
+      load_floats<kVec>(first + p, x);
     } else {
       const int64_t i = p - lead;
       if (i >= 0 && i + kVec <= length) {
@@ -311,8 +318,11 @@ struct RowWalk {
 
   template <int kVec>
   __device__ void store(int64_t p, const float (&x)[kVec]) const {
+    using Element = std::remove_const_t<T>;
     if constexpr (kVec == 1) {
-      first[p * stride] = from_float<std::remove_const_t<T>>(x[0]);
+      first[p * stride] = from_float<Element>(x[0]);
+    } else if constexpr (kWholeVectors) {
+      store_floats<kVec>(first + p, x);
     } else {
       const int64_t i = p - lead;
       if (i >= 0 && i + kVec <= length) {
@@ -320,7 +330,7 @@ struct RowWalk {
       } else {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          if (i + k >= 0 && i + k < length) first[i + k] = from_float<std::remove_const_t<T>>(x[k]);
+          if (i + k >= 0 && i + k < length) first[i + k] = from_float<Element>(x[k]);
         }
       }
     }
@@ -341,17 +351,18 @@ __device__ inline int vector_lead(const T* p) {
 // The walks of row `row`'s input and output. They share one lead: the host
 // takes vectors only when in and out rows sit at the same offset from a vector
 // boundary (rows_take_vectors).
-template <int kVec, class T>
-__device__ inline RowWalk<const T> input_walk(const ReductionPlan& plan, const T* in,
-                                              RowStart start) {
+template <int kVec, bool kWholeVectors, class T>
+__device__ inline RowWalk<const T, kWholeVectors> input_walk(const ReductionPlan& plan,
+                                                             const T* in, RowStart start) {
   const T* first = in + start.in;
-  return RowWalk<const T>{first, plan.in_axis_stride, plan.row_length, vector_lead<kVec>(first)};
+  const int lead = kWholeVectors ? 0 : vector_lead<kVec>(first);
+  return {first, plan.in_axis_stride, plan.row_length, lead};
 }
 
-template <class T>
-__device__ inline RowWalk<T> output_walk(const ReductionPlan& plan, T* out, RowStart start,
-                                         int lead) {
-  return RowWalk<T>{out + start.out, plan.out_axis_stride, plan.row_length, lead};
+template <bool kWholeVectors, class T>
+__device__ inline RowWalk<T, kWholeVectors> output_walk(const ReductionPlan& plan, T* out,
+                                                        RowStart start, int lead) {
+  return {out + start.out, plan.out_axis_stride, plan.row_length, lead};
 }
 
 // Visits this member's share of positions [begin, end) of a walk: visit(p, x)
@@ -359,9 +370,9 @@ __device__ inline RowWalk<T> output_walk(const ReductionPlan& plan, T* out, RowS
 // vectors in turn (so a team reads consecutive memory together) and kUnroll
 // vectors are loaded before any is visited, to keep several loads in flight.
 // begin is a multiple of kVec and end at most walk.end().
-template <int kVec, int kUnroll, class T, class Visit>
-__device__ inline void for_each_vector(const RowWalk<T>& walk, float fill, int64_t begin,
-                                       int64_t end, int member, int width, Visit visit) {
+template <int kVec, int kUnroll, class Walk, class Visit>
+__device__ inline void for_each_vector(const Walk& walk, float fill, int64_t begin, int64_t end,
+                                       int member, int width, Visit visit) {
   const int64_t step = static_cast<int64_t>(width) * kVec;
   int64_t p = begin + static_cast<int64_t>(member) * kVec;
   for (; p + (kUnroll - 1) * step < end; p += kUnroll * step) {
@@ -422,6 +433,21 @@ int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
 inline int64_t walk_length(const ReductionPlan& plan, int vec, const void* in) {
   const bool aligned = vec == 1 || rows_start_on_vectors(plan, in, kVectorBytes);
   return plan.row_length + (aligned ? 0 : vec - 1);
+}
+
+// Calls fn(std::bool_constant<W>{}) with W whether this launch's walks of
+// kVec-element vectors are whole vectors (RowWalk's kWholeVectors); walks of
+// single elements always are.
+template <int kVec, class Fn>
+oprt_status_t dispatch_whole_vectors(const ReductionPlan& plan, const void* in, Fn&& fn) {
+  if constexpr (kVec == 1) {
+    return fn(std::true_type{});
+  } else {
+    if (plan.row_length % kVec == 0 && rows_start_on_vectors(plan, in, kVectorBytes)) {
+      return fn(std::true_type{});
+    }
+    return fn(std::false_type{});
+  }
 }
 
 // Calls fn(std::integral_constant<int, W>{}) with W = width, which is 1 or

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from types import SimpleNamespace
 
-from tools.bench import compare, report, targets
+from tools.bench import compare, report, sweep, targets
 
 
 def _result(op: str, case: str, us: float, torch_us: float | None) -> dict:
@@ -77,6 +77,27 @@ class BenchToolsTest(unittest.TestCase):
             "4.6 us against the launch's 4.5 us",
         ])
         self.assertIsNone(targets.overhead_targets([nvidia], None)[-1].passed)
+
+    def test_sweep_verdicts_and_saved_points(self) -> None:
+        def point(length: int, gbps: float, peer_gbps: float, rows: int = 1024) -> sweep.SweepPoint:
+            return sweep.SweepPoint(op="softmax", dtype="f32", axis="last", mode="fixed bytes", rows=rows,
+                                    row_length=length, bytes=10**9, us=1.0, gbps=gbps, copy_gbps=4000.0,
+                                    peers={"torch": sweep.Timing(us=1.0, gbps=peer_gbps),
+                                           "liger": sweep.Timing(unavailable="rows too long")})
+
+        points = [point(256, 3900.0, 3800.0), point(500, 3000.0, 3100.0), point(512, 3800.0, 3700.0),
+                  point(2**17, 3700.0, 2000.0, rows=512)]
+        lines = [v.line() for v in targets.sweep_targets("softmax", points)]
+        self.assertTrue(lines[0].startswith("FAIL  softmax >= 1.0x the best peer at every point: 3/4 points; "
+                                            "worst f32 last axis fixed bytes 1024x500 0.97x"), lines[0])
+        self.assertTrue(lines[1].startswith("FAIL  softmax >= 90% of the copy"), lines[1])
+        self.assertIn("3/4 points", lines[1])
+        self.assertTrue(lines[2].startswith("PASS  softmax rows >= 2^17 at >= 3.6 TB/s"), lines[2])
+        # 500 sits between 256 (3900) and 512 (3800): 3000 / 3800 = 0.79.
+        self.assertIn("FAIL  softmax no row length below 0.9x of its aligned neighbours", lines[3])
+        self.assertIn("0/1 points; worst f32 last axis fixed bytes 1024x500 0.79x", lines[3])
+        self.assertEqual(sweep.row_lengths("500,32,500"), [32, 500])
+        self.assertIn(50257, sweep.row_lengths(None))
 
 
 if __name__ == "__main__":

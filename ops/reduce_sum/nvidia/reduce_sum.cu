@@ -3,9 +3,10 @@
 //
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
 // whatever the row's length and start (RowWalk): a few lanes of a warp for
-// short rows, a whole block for long ones. Other axes use ColumnTeams: neighbouring threads take neighbouring rows
-// (16 bytes' worth of them per thread when the rows are the contiguous inner
-// dimension) and walk the axis together, so a warp reads consecutive memory.
+// short rows, a whole block for long ones. Other axes use ColumnTeams:
+// neighbouring threads take neighbouring rows (16 bytes' worth of them per
+// thread when the rows are the contiguous inner dimension) and walk the axis
+// together, so a warp reads consecutive memory.
 // When there are too few rows to fill the GPU, each row is cut into chunks whose
 // partial sums go to the workspace and a second kernel adds them in a fixed
 // order, so results are deterministic.
@@ -25,7 +26,7 @@ constexpr int64_t kVectorsPerThread = 16;
 constexpr int kWarpRowsBlockThreads = 256;
 constexpr int kUnroll = 4;
 
-template <class Team, class T, int kVec>
+template <class Team, class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     sum_rows(ReductionPlan plan, Team team, int64_t groups, int64_t chunk, float* partials, T* out,
              const T* in) {
@@ -37,7 +38,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
     float sum = 0.0f;
     if (active) {
-      const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
+      const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
       for_each_vector<kVec, kUnroll>(walk, 0.0f, begin, min(walk.end(), begin + chunk),
                                      team.member(), team.width(),
                                      [&](int64_t, const float(&x)[kVec]) {
@@ -141,22 +142,26 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      const int64_t walk = walk_length(plan, kVec, in);
-      const int64_t chunk = chunk_length(walk, plan.row_splits);
-      const int64_t vectors = ceil_div(walk, kVec);
-      const int lanes = next_pow2(std::min<int64_t>(ceil_div(vectors, kVectorsPerThread),
-                                                    kLongRowBlockThreads));
-      if (lanes <= kWarpSize) {
-        const WarpTeams team{lanes};
-        const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes);
-        sum_rows<WarpTeams, T, kVec>
-            <<<row_grid(groups, plan.row_splits), kWarpRowsBlockThreads, 0, stream>>>(
-                plan, team, groups, chunk, partials, out, in);
-      } else {
-        sum_rows<BlockTeam, T, kVec><<<row_grid(plan.rows, plan.row_splits), lanes, 0, stream>>>(
-            plan, BlockTeam{}, plan.rows, chunk, partials, out, in);
-      }
-      return OPRT_SUCCESS;
+      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole) {
+        constexpr bool kWhole = decltype(whole)::value;
+        const int64_t walk = walk_length(plan, kVec, in);
+        const int64_t chunk = chunk_length(walk, plan.row_splits);
+        const int64_t vectors = ceil_div(walk, kVec);
+        const int lanes = next_pow2(std::min<int64_t>(ceil_div(vectors, kVectorsPerThread),
+                                                      kLongRowBlockThreads));
+        if (lanes <= kWarpSize) {
+          const WarpTeams team{lanes};
+          const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes);
+          sum_rows<WarpTeams, T, kVec, kWhole>
+              <<<row_grid(groups, plan.row_splits), kWarpRowsBlockThreads, 0, stream>>>(
+                  plan, team, groups, chunk, partials, out, in);
+        } else {
+          sum_rows<BlockTeam, T, kVec, kWhole>
+              <<<row_grid(plan.rows, plan.row_splits), lanes, 0, stream>>>(
+                  plan, BlockTeam{}, plan.rows, chunk, partials, out, in);
+        }
+        return OPRT_SUCCESS;
+      });
     }));
   }
   if (plan.row_splits > 1) {

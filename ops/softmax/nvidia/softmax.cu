@@ -9,10 +9,11 @@
 // by a team per row (lanes of a warp, or a whole block), which finds the
 // maximum, then sum(exp(x - max)), and writes exp(x - max) / sum: one read and
 // one write of the data. Short rows give each warp team several rows at once,
-// so every thread has a few 16-byte loads in flight. Longer rows, and axes whose stride is not 1, take the
-// online path: a pass folding each chunk into a (max, sum) pair, then a pass
-// that reads the input again and writes the result. Rows too few to fill the
-// GPU are cut into chunks whose pairs meet in the workspace between two kernels.
+// so every thread has a few 16-byte loads in flight. Longer rows, and axes
+// whose stride is not 1, take the online path: a pass folding each chunk into
+// a (max, sum) pair, then a pass that reads the input again and writes the
+// result. Rows too few to fill the GPU are cut into chunks whose pairs meet in
+// the workspace between two kernels.
 //
 // On Hopper and newer (sm_90+), long rows of stride 1 instead take the cluster
 // path, which again reads the data once: a thread-block cluster of up to 16
@@ -54,22 +55,24 @@ constexpr int kUnroll = 4;
 
 // Rows a warp team holds at once on the register path: short rows, whose
 // lanes hold one or two vectors each, take several rows per team so that every
-// thread keeps about four 16-byte loads in flight.
-constexpr int rows_per_team(int vectors_per_thread) {
-  return vectors_per_thread >= 4 ? 1 : 4 / vectors_per_thread;
+// thread keeps a few 16-byte loads in flight, up to 16 floats per thread (more
+// spill registers in the bf16 kernels). Without vectors (a fallback) one row.
+constexpr int rows_per_team(int vectors_per_thread, int vec) {
+  return vec == 1 ? 1 : std::max(1, std::min(4, 16 / (vectors_per_thread * vec)));
 }
 
-template <class Team, class T, int kVec, int kPerThread, int kRows>
+template <class Team, class T, int kVec, int kPerThread, int kRows, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_in_registers(ReductionPlan plan, Team team, int64_t groups, T* out, const T* in) {
+  using InputWalk = RowWalk<const T, kWholeVectors>;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   const int64_t rows_per_group = int64_t{team.teams_per_block()} * kRows;
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
     // The team's r-th row sits teams_per_block() rows after its (r-1)-th, so at
     // each r a warp's teams read neighbouring rows together.
-    RowWalk<const T> rows[kRows];
-    RowWalk<T> outs[kRows];
+    InputWalk rows[kRows];
+    T* outs[kRows];
     float x[kRows][kPerThread][kVec];
     FloatVector<kRows> max;
 #pragma unroll
@@ -77,8 +80,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       const int64_t row = group * rows_per_group + r * team.teams_per_block() + team.slot();
       const bool active = row < plan.rows;
       const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
-      rows[r] = active ? input_walk<kVec>(plan, in, start) : RowWalk<const T>{in, 1, 0, 0};
-      outs[r] = output_walk(plan, out, start, rows[r].lead);
+      rows[r] = active ? input_walk<kVec, kWholeVectors>(plan, in, start) : InputWalk{in, 1, 0, 0};
+      outs[r] = out + start.out;
       max.lanes[r] = -INFINITY;
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -103,7 +106,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
         if (first + j * step < rows[r].end()) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
-            x[r][j][k] = softmax_weight(x[r][j][k], max.lanes[r]);
+            x[r][j][k] = softmax_exp(x[r][j][k] - max.lanes[r]);
             sum.lanes[r] += x[r][j][k];
           }
         }
@@ -119,7 +122,9 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
         if (p < rows[r].end()) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) x[r][j][k] *= scale;
-          outs[r].template store<kVec>(p, x[r][j]);
+          const RowWalk<T, kWholeVectors> out_walk{outs[r], plan.out_axis_stride, rows[r].length,
+                                                   rows[r].lead};
+          out_walk.template store<kVec>(p, x[r][j]);
         }
       }
     }
@@ -134,7 +139,7 @@ enum class OnlinePass : int {
 
 // chunk is in walk positions (RowWalk): chunk blockIdx.y covers positions
 // [blockIdx.y * chunk, (blockIdx.y + 1) * chunk) of its row.
-template <class Team, class T, int kVec>
+template <class Team, class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_online(ReductionPlan plan, Team team, int64_t groups, int64_t chunk,
                         OnlinePass pass, MaxSum* partials, T* out, const T* in) {
@@ -144,7 +149,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const int64_t row = group * team.teams_per_block() + team.slot();
     const bool active = row < plan.rows;
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
-    const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
+    const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
     const int64_t end = min(walk.end(), begin + chunk);
     MaxSum stats = MaxSumOp::identity();
     if (pass == OnlinePass::kNormalize) {
@@ -164,7 +169,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       }
     }
     if (!active) continue;
-    const RowWalk<T> out_walk = output_walk(plan, out, start, walk.lead);
+    const auto out_walk = output_walk<kWholeVectors>(plan, out, start, walk.lead);
     const float scale = 1.0f / stats.sum;
     const auto normalize = [&](int64_t p, const float(&x)[kVec]) {
       float y[kVec];
@@ -180,11 +185,16 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
 // Threads of a cluster-path block, and the elements each holds in registers;
 // the rest of its chunk (the tail) goes to shared memory. Two such blocks fit
-// on one SM when their tails are short enough.
+// on one SM when their tails are short enough. Rows with partial vectors keep
+// half as many in registers: their element-wise loads need registers of their
+// own, and the bf16 kernel spilled 236 bytes per thread with 16.
 constexpr int kClusterBlockThreads = 512;
-constexpr int kClusterRegisterFloats = 16;
-constexpr int64_t kClusterRegisterElements =
-    int64_t{kClusterBlockThreads} * kClusterRegisterFloats;
+OPRT_HOST_DEVICE constexpr int cluster_register_floats(bool whole_vectors) {
+  return whole_vectors ? 16 : 8;
+}
+OPRT_HOST_DEVICE constexpr int64_t cluster_register_elements(bool whole_vectors) {
+  return int64_t{kClusterBlockThreads} * cluster_register_floats(whole_vectors);
+}
 // Blocks per cluster: 8 is portable; Hopper also runs 16 when asked to.
 constexpr int kMaxClusterBlocks = 16;
 
@@ -195,15 +205,16 @@ constexpr int kMaxClusterBlocks = 16;
 // a whole tail can be in flight at once; a row's partial last vector (and
 // every element without vectors) is loaded, with -inf outside the row, and
 // stored.
-template <class T, int kVec>
-__device__ inline void stage_tail(T* tail, const RowWalk<const T>& walk, int64_t tail_begin,
+template <class T, int kVec, bool kWholeVectors>
+__device__ inline void stage_tail(T* tail, const RowWalk<const T, kWholeVectors>& walk,
+                                  int64_t tail_begin,
                                   int64_t end, int member, int width) {
   using Word = typename AccessWord<sizeof(T) * kVec>::type;
   for (int64_t p = tail_begin + int64_t{member} * kVec; p < end; p += int64_t{width} * kVec) {
     T* const target = tail + (p - tail_begin);
     const int64_t i = p - walk.lead;
     if constexpr (sizeof(T) * kVec == 16) {
-      if (i >= 0 && i + kVec <= walk.length) {
+      if (kWholeVectors || (i >= 0 && i + kVec <= walk.length)) {
         const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
                      "l"(walk.first + i)
@@ -223,12 +234,15 @@ __device__ inline void wait_async_copies() { asm volatile("cp.async.wait_all;\n"
 // chunk is in walk positions (RowWalk). Each member reads back only the tail
 // vectors it staged itself (for_each_vector visits the same positions for the
 // same member), so the tail needs no barrier.
-template <class T, int kVec>
+template <class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     softmax_rows_in_cluster(ReductionPlan plan, int64_t chunk, T* out, const T* in) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
-  constexpr int kRegisterVectors = kClusterRegisterFloats / kVec;
+  constexpr int kRegisterVectors = cluster_register_floats(kWholeVectors) / kVec;
+  // The tail is in shared memory, whose short latency needs little unrolling;
+  // rows with partial vectors spend those registers on the checks.
+  constexpr int kTailUnroll = kWholeVectors ? kUnroll : 1;
   extern __shared__ uint4 chunk_tail_words[];
   T* const chunk_tail = reinterpret_cast<T*>(chunk_tail_words);
   __shared__ MaxSum block_stats;
@@ -239,15 +253,17 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
   const int step = team.width() * kVec;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
     const RowStart start = row_start(plan.row_offsets, row);
-    const RowWalk<const T> walk = input_walk<kVec>(plan, in, start);
-    const RowWalk<T> out_walk = output_walk(plan, out, start, walk.lead);
+    const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
+    const auto out_walk = output_walk<kWholeVectors>(plan, out, start, walk.lead);
     const int64_t end = min(walk.end(), begin + chunk);
-    const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
+    const int64_t tail_begin = min(end, begin + cluster_register_elements(kWholeVectors));
     // The staged tail in whole vectors (its last one padded with -inf).
-    const RowWalk<const T> tail{chunk_tail, 1, (end - tail_begin + kVec - 1) / kVec * kVec, 0};
+    const int64_t tail_positions = (end - tail_begin + kVec - 1) / kVec * kVec;
+    const RowWalk<const T, true> tail{chunk_tail, 1, tail_positions, 0};
     // Read the chunk once: the tail is copied to shared memory while the head
     // is loaded into registers.
-    stage_tail<T, kVec>(chunk_tail, walk, tail_begin, end, team.member(), team.width());
+    stage_tail<T, kVec, kWholeVectors>(chunk_tail, walk, tail_begin, end, team.member(),
+                                       team.width());
     float x[kRegisterVectors][kVec];
     float max = -INFINITY;
 #pragma unroll
@@ -260,7 +276,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
       }
     }
     wait_async_copies();
-    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
                                      for (int k = 0; k < kVec; ++k) max = fmaxf(max, v[k]);
@@ -276,10 +292,12 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
         for (int k = 0; k < kVec; ++k) sum += softmax_exp(x[j][k] - shift);
       }
     }
-    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
-                                     for (int k = 0; k < kVec; ++k) sum += softmax_exp(v[k] - shift);
+                                     for (int k = 0; k < kVec; ++k) {
+                                       sum += softmax_exp(v[k] - shift);
+                                     }
                                    });
     sum = team.reduce(sum, AddOp{});
     // Every block combines all the cluster's pairs in the same order, so all agree.
@@ -300,7 +318,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
         out_walk.template store<kVec>(p, x[j]);
       }
     }
-    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t i, const float(&v)[kVec]) {
                                      float y[kVec];
 #pragma unroll
@@ -339,7 +357,7 @@ bool fits_in_registers(int64_t walk) {
   return walk <= int64_t{kMaxBlockThreads} * max_vectors_per_thread(kVec) * kVec;
 }
 
-template <class T, int kVec>
+template <class T, int kVec, bool kWholeVectors>
 oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* out, const T* in,
                                   cudaStream_t stream) {
   constexpr int kMaxPerThread = max_vectors_per_thread(kVec);
@@ -349,36 +367,42 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
     const int lanes = next_pow2(std::min<int64_t>(vectors, kWarpSize));
     const int per_thread = static_cast<int>(ceil_div(vectors, lanes));
     return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
-      constexpr int kRows = rows_per_team(decltype(per)::value);
+      constexpr int kRows = rows_per_team(decltype(per)::value, kVec);
       const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes * kRows);
-      softmax_rows_in_registers<WarpTeams, T, kVec, decltype(per)::value, kRows>
+      softmax_rows_in_registers<WarpTeams, T, kVec, decltype(per)::value, kRows, kWholeVectors>
           <<<row_grid(groups, 1), kWarpRowsBlockThreads, 0, stream>>>(plan, WarpTeams{lanes},
                                                                        groups, out, in);
       return OPRT_SUCCESS;
     });
   }
-  const int threads = next_pow2(std::clamp<int64_t>(ceil_div(vectors, kRegisterVectorsPerThread),
-                                                    kMinRowBlockThreads, kMaxBlockThreads));
-  const int per_thread = static_cast<int>(ceil_div(vectors, threads));
+  // The most vectors per thread (loads in flight) that still leaves the block
+  // kMinRowBlockThreads threads, and then just enough whole warps to hold the
+  // row: a power-of-two block would leave up to half its threads idle.
+  int per_thread = kMaxPerThread;
+  while (per_thread > 1 && ceil_div(vectors, per_thread) < kMinRowBlockThreads) per_thread /= 2;
+  const int64_t threads = std::min<int64_t>(
+      ceil_div(ceil_div(vectors, per_thread), kWarpSize) * kWarpSize, kMaxBlockThreads);
+  per_thread = static_cast<int>(ceil_div(vectors, threads));
   return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
-    softmax_rows_in_registers<BlockTeam, T, kVec, decltype(per)::value, 1>
-        <<<row_grid(plan.rows, 1), threads, 0, stream>>>(plan, BlockTeam{}, plan.rows, out, in);
+    softmax_rows_in_registers<BlockTeam, T, kVec, decltype(per)::value, 1, kWholeVectors>
+        <<<row_grid(plan.rows, 1), static_cast<unsigned>(threads), 0, stream>>>(
+            plan, BlockTeam{}, plan.rows, out, in);
     return OPRT_SUCCESS;
   });
 }
 
-template <class Team, class T, int kVec>
+template <class Team, class T, int kVec, bool kWholeVectors>
 void launch_online(const ReductionPlan& plan, int64_t walk, Team team, dim3 block, int64_t groups,
                    MaxSum* partials, T* out, const T* in, cudaStream_t stream) {
   const int64_t chunk = chunk_length(walk, plan.row_splits);
   const dim3 grid = row_grid(groups, plan.row_splits);
   if (plan.row_splits == 1) {
-    softmax_rows_online<Team, T, kVec><<<grid, block, 0, stream>>>(
+    softmax_rows_online<Team, T, kVec, kWholeVectors><<<grid, block, 0, stream>>>(
         plan, team, groups, chunk, OnlinePass::kStatsAndNormalize, partials, out, in);
     return;
   }
   for (OnlinePass pass : {OnlinePass::kStats, OnlinePass::kNormalize}) {
-    softmax_rows_online<Team, T, kVec>
+    softmax_rows_online<Team, T, kVec, kWholeVectors>
         <<<grid, block, 0, stream>>>(plan, team, groups, chunk, pass, partials, out, in);
   }
 }
@@ -391,8 +415,9 @@ struct ClusterLaunch {
   cudaLaunchConfig_t config;
   cudaLaunchAttribute cluster_shape;
 
-  ClusterLaunch(const ReductionPlan& plan, int64_t chunk, cudaStream_t stream) : config{} {
-    const int64_t tail = std::max<int64_t>(0, chunk - kClusterRegisterElements);
+  ClusterLaunch(const ReductionPlan& plan, int64_t chunk, bool whole_vectors, cudaStream_t stream)
+      : config{} {
+    const int64_t tail = std::max<int64_t>(0, chunk - cluster_register_elements(whole_vectors));
     const int blocks = static_cast<int>(plan.row_splits);
     config.gridDim = dim3(static_cast<unsigned>(blocks),
                           static_cast<unsigned>(std::clamp<int64_t>(plan.rows, 1, 65535)));
@@ -420,9 +445,12 @@ int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
 template <class T>
 oprt_status_t allow_large_clusters(int shared_optin, size_t* dynamic_limit) {
   cudaFuncAttributes attributes{};
-  cudaError_t error = cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>>);
+  cudaError_t error =
+      cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>, false>);
   const int dynamic = shared_optin - static_cast<int>(attributes.sharedSizeBytes);
-  for (const auto kernel : {softmax_rows_in_cluster<T, 1>, softmax_rows_in_cluster<T, kWide<T>>}) {
+  for (const auto kernel :
+       {softmax_rows_in_cluster<T, 1, true>, softmax_rows_in_cluster<T, kWide<T>, true>,
+        softmax_rows_in_cluster<T, kWide<T>, false>}) {
     if (error == cudaSuccess) {
       error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic);
     }
@@ -452,8 +480,9 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
       device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>("softmax", &shared_optin));
   size_t dynamic_limit = 0;
   OPRT_RETURN_IF_ERROR(allow_large_clusters<T>(shared_optin, &dynamic_limit));
+  // What the kernel for rows with partial vectors holds, the lesser of the two.
   const int64_t capacity =
-      kClusterRegisterElements + static_cast<int64_t>(dynamic_limit / sizeof(T));
+      cluster_register_elements(false) + static_cast<int64_t>(dynamic_limit / sizeof(T));
   int widest = 1;
   while (widest <= kMaxClusterBlocks && cluster_chunk<T>(*plan, widest) > capacity) {
     widest *= 2;
@@ -468,9 +497,9 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
     if (blocks > kMaxClusterBlocks || chunk > capacity) continue;
     ReductionPlan candidate = *plan;
     candidate.row_splits = blocks;
-    const ClusterLaunch<T> launch(candidate, chunk, nullptr);
+    const ClusterLaunch<T> launch(candidate, chunk, false, nullptr);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_rows_in_cluster<T, kWide<T>>,
+    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_rows_in_cluster<T, kWide<T>, false>,
                                        &launch.config) != cudaSuccess) {
       cudaGetLastError();  // an unschedulable shape is an answer, not a sticky error
       continue;
@@ -484,11 +513,12 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   return OPRT_SUCCESS;
 }
 
-template <class T, int kVec>
+template <class T, int kVec, bool kWholeVectors>
 void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
   const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
-  const ClusterLaunch<T> launch(plan, chunk, stream);
-  cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec>, plan, chunk, out, in);
+  const ClusterLaunch<T> launch(plan, chunk, kWholeVectors, stream);
+  cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec, kWholeVectors>, plan, chunk,
+                     out, in);
 }
 #endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
@@ -497,24 +527,28 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
                      cudaStream_t stream) {
   if (plan.in_axis_stride != 1) {
     const dim3 block = column_block(plan.rows);
-    launch_online<ColumnTeams, T, 1>(plan, plan.row_length, ColumnTeams{}, block,
-                                     ceil_div(plan.rows, block.x), partials, out, in, stream);
+    launch_online<ColumnTeams, T, 1, true>(plan, plan.row_length, ColumnTeams{}, block,
+                                           ceil_div(plan.rows, block.x), partials, out, in, stream);
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
+      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole) {
+        constexpr bool kWhole = decltype(whole)::value;
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-      if (plan.splits_share_cluster) {
-        launch_in_cluster<T, kVec>(plan, out, in, stream);
-        return OPRT_SUCCESS;
-      }
+        if (plan.splits_share_cluster) {
+          launch_in_cluster<T, kVec, kWhole>(plan, out, in, stream);
+          return OPRT_SUCCESS;
+        }
 #endif
-      const int64_t walk = walk_length(plan, kVec, in);
-      if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
-        return launch_in_registers<T, kVec>(plan, walk, out, in, stream);
-      }
-      launch_online<BlockTeam, T, kVec>(plan, walk, BlockTeam{}, dim3(kLongRowBlockThreads),
-                                        plan.rows, partials, out, in, stream);
-      return OPRT_SUCCESS;
+        const int64_t walk = walk_length(plan, kVec, in);
+        if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
+          return launch_in_registers<T, kVec, kWhole>(plan, walk, out, in, stream);
+        }
+        launch_online<BlockTeam, T, kVec, kWhole>(plan, walk, BlockTeam{},
+                                                  dim3(kLongRowBlockThreads), plan.rows, partials,
+                                                  out, in, stream);
+        return OPRT_SUCCESS;
+      });
     }));
   }
   return check_launch("softmax");
