@@ -17,7 +17,7 @@ input (the dashed line: what moving those bytes costs at best).
   call, so launch costs stay out of the figures), between CUDA events; the
   median of --iters calls. On the cpu backend: wall time, no flush.
 
-Writes <out>/sweep_<op>.json and one plot per dtype and mode
+Writes <out>/sweep_<op>.json (few rows: sweep_<op>_rows.json) and one plot per dtype and mode
 (<out>/sweep_<op>_<dtype>[_rows<N>].png: GB/s against row length, log x, a line
 per implementation, the copy as a dashed line), then prints the verdicts of
 targets.sweep_targets.
@@ -201,7 +201,7 @@ def run(op: str, spec, backend: str, dtypes, peer_names, *, mb: float, rows_list
     os.makedirs(out_dir, exist_ok=True)
 
     def save(points: list[SweepPoint]) -> None:
-        with open(os.path.join(out_dir, f"sweep_{op}.json"), "w") as f:
+        with open(os.path.join(out_dir, f"sweep_{op}{'_rows' if rows_list else ''}.json"), "w") as f:
             json.dump({"device": device_name, "op": op, "backend": backend, "peers": list(peer_names),
                        "points": [asdict(p) for p in points]}, f, indent=1)
 
