@@ -1,13 +1,16 @@
 // The cpu backend's elementwise loops: the readable reference every other
-// backend is checked against. A backend file only instantiates
-// cpu::elementwise_kernel<Functor> and registers it.
+// backend is checked against, split across the cores (parallel_for) for large
+// tensors. A backend file only instantiates cpu::elementwise_kernel<Functor>
+// and registers it.
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 #define OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "runtime/core/numeric.h"
+#include "runtime/core/parallel.h"
 #include "runtime/elementwise/elementwise.h"
 #include "runtime/elementwise/functor.h"
 
@@ -20,20 +23,27 @@ T evaluate_at(const Functor& functor, const T* const* in, const int64_t* offsets
   return evaluate<T>(functor, in[I][offsets[I]]...);
 }
 
+// Elements (or innermost rows' worth of elements) each thread takes at least.
+constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
+
+// Elements [begin, end) of contiguous operands.
 template <class T, class Functor, size_t... I>
-void run_contiguous(const Functor& functor, int64_t numel, T* out, const T* const* in,
-                    std::index_sequence<I...>) {
+void run_contiguous(const Functor& functor, int64_t begin, int64_t end, T* out,
+                    const T* const* in, std::index_sequence<I...>) {
   if constexpr (moves_storage<Functor>::value) {
-    if (out != in[0]) std::memcpy(out, in[0], static_cast<size_t>(numel) * sizeof(T));
+    if (out != in[0]) {
+      std::memcpy(out + begin, in[0] + begin, static_cast<size_t>(end - begin) * sizeof(T));
+    }
   } else {
-    for (int64_t i = 0; i < numel; ++i) out[i] = evaluate<T>(functor, in[I][i]...);
+    for (int64_t i = begin; i < end; ++i) out[i] = evaluate<T>(functor, in[I][i]...);
   }
 }
 
-// Walks the plan's dims like an odometer: a tight loop over the innermost
-// dim, then one carry step over the outer dims.
+// Innermost rows [row_begin, row_end) of the plan, walked like an odometer: a
+// tight loop over the innermost dim, then one carry step over the outer dims.
 template <class T, class Functor>
-void run_strided(const Functor& functor, const ElementwisePlan& plan, T* out, const T* const* in) {
+void run_strided(const Functor& functor, const ElementwisePlan& plan, int64_t row_begin,
+                 int64_t row_end, T* out, const T* const* in) {
   constexpr int kInputs = Functor::kNumInputs;
   const int inner = plan.ndim - 1;
   const int64_t extent = plan.shape[inner];
@@ -41,7 +51,15 @@ void run_strided(const Functor& functor, const ElementwisePlan& plan, T* out, co
   int64_t out_base = 0;
   int64_t in_base[kInputs] = {};
   int64_t offsets[kInputs];
-  for (int64_t done = 0; done < plan.numel; done += extent) {
+  // The odometer's position at row_begin: its outer indices, innermost first.
+  int64_t rest = row_begin;
+  for (int d = inner - 1; d >= 0; --d) {
+    index[d] = rest % plan.shape[d];
+    rest /= plan.shape[d];
+    out_base += index[d] * plan.out_strides[d];
+    for (int k = 0; k < kInputs; ++k) in_base[k] += index[d] * plan.in_strides[k][d];
+  }
+  for (int64_t row = row_begin; row < row_end; ++row) {
     for (int64_t j = 0; j < extent; ++j) {
       for (int k = 0; k < kInputs; ++k) offsets[k] = in_base[k] + j * plan.in_strides[k][inner];
       out[out_base + j * plan.out_strides[inner]] =
@@ -67,11 +85,18 @@ oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, co
     using T = typename decltype(tag)::type;
     const T* in[Functor::kNumInputs];
     for (int k = 0; k < Functor::kNumInputs; ++k) in[k] = static_cast<const T*>(inputs[k]);
+    T* const target = static_cast<T*>(out);
     if (plan.contiguous) {
-      run_contiguous(functor, plan.numel, static_cast<T*>(out), in,
-                     std::make_index_sequence<Functor::kNumInputs>{});
-    } else {
-      run_strided(functor, plan, static_cast<T*>(out), in);
+      parallel_for(plan.numel, kMinElementsPerThread, [&](int64_t begin, int64_t end) {
+        run_contiguous(functor, begin, end, target, in,
+                       std::make_index_sequence<Functor::kNumInputs>{});
+      });
+    } else if (plan.numel > 0) {
+      const int64_t extent = plan.shape[plan.ndim - 1];
+      parallel_for(plan.numel / extent, std::max<int64_t>(1, kMinElementsPerThread / extent),
+                   [&](int64_t begin, int64_t end) {
+                     run_strided(functor, plan, begin, end, target, in);
+                   });
     }
     return OPRT_SUCCESS;
   });

@@ -11,6 +11,12 @@ measured at start-up, and for each peer (tools/bench/peers.py: torch, its
 torch.compile, Liger-Kernel's softmax) timed in the same process, interleaved
 with ours: its latency, GB/s and the ratio `x <peer>` (peer time / our time:
 > 1 is faster); "n/a" where a peer cannot run a case, with the reason below.
+Repetitions are time-budgeted, as triton.testing.do_bench's: a first warm-up round
+(ours and every peer once) measures what a round costs, and the case gets as many
+rounds as --case_ms holds, between --min_iters and --iters. On a terminal a progress
+bar shows cases done and the time left; otherwise each case prints its line as it
+ends. The copy bandwidth is measured three times at start and once after the table;
+measurements more than 20 % apart print a warning that the machine is noisy.
 
 A second table gives the host overhead of each call, in µs per call, on a tiny
 tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
@@ -54,8 +60,11 @@ flags.DEFINE_string("op", "all", "Operator name, a comma list, or 'all'.")
 flags.DEFINE_list("backend", None, "oprt backends, a comma list (default: nvidia when a GPU is present, else cpu).")
 flags.DEFINE_string("dtype", "all", "f32, f16, bf16, a comma list, or 'all'.")
 flags.DEFINE_string("shapes", None, "Override the cases' input shapes, e.g. '8192x8192,1024x32768'.")
-flags.DEFINE_integer("warmup", 5, "Untimed runs before timing.")
-flags.DEFINE_integer("iters", 50, "Timed runs per case (the median is reported).")
+flags.DEFINE_integer("warmup", 5, "At most this many untimed rounds per case before timing (at least 1).")
+flags.DEFINE_integer("iters", 50, "At most this many timed rounds per case (the median is reported).")
+flags.DEFINE_integer("min_iters", 3, "At least this many timed rounds per case, whatever --case_ms says.")
+flags.DEFINE_float("case_ms", 300, "Time budget per case for its timed rounds (a round runs ours and every "
+                   "peer once), as triton.testing.do_bench's rep: slow cases get fewer rounds.")
 flags.DEFINE_boolean("cold_l2", True, "On GPUs, rotate input buffers so each run reads from HBM, not L2.")
 flags.DEFINE_string("json_out", None, "Write every result as JSON to this path.")
 flags.DEFINE_string("report", None, "Write a Markdown page with the table and PNG plots to this path.")
@@ -143,15 +152,26 @@ def _timer(device: torch.device):
     return time_once
 
 
+def _rounds(round_seconds: float) -> tuple[int, int]:
+    """(more warm-up rounds, timed rounds) for a case whose round takes round_seconds:
+    as many as --case_ms holds, within --warmup and [--min_iters, --iters]."""
+    fits = int(FLAGS.case_ms / 1e3 / max(round_seconds, 1e-9))
+    warmups = max(0, min(FLAGS.warmup - 1, fits // 4))
+    return warmups, max(FLAGS.min_iters, min(FLAGS.iters, fits))
+
+
 def _median_times(runs, device: torch.device) -> list[float]:
     """Interleaves the callables in `runs` (ours, then the peer's, ...), each
-    call on its next buffer set, and returns each one's median seconds."""
+    call on its next buffer set, and returns each one's median seconds. A first
+    warm-up round measures what a round costs, which sets the rounds (_rounds)."""
     time_once = _timer(device)
-    for _ in range(FLAGS.warmup):
+    round_seconds = sum(time_once(run.next()) for run in runs)
+    warmups, iters = _rounds(round_seconds)
+    for _ in range(warmups):
         for run in runs:
             run.next()()
     samples = [[] for _ in runs]
-    for _ in range(FLAGS.iters):
+    for _ in range(iters):
         for run, times in zip(runs, samples):
             times.append(time_once(run.next()))
     return [statistics.median(times) for times in samples]
@@ -174,6 +194,10 @@ def _buffer_sets(case: BenchmarkCase, out_shape, device: torch.device) -> int:
         return 1
     size = sum(math.prod(s) for s in (*case.shapes, out_shape)) * torch.empty((), dtype=case.dtype).element_size()
     return max(1, min(16, math.ceil(2 * L2_BYTES / max(size, 1))))
+
+
+COPY_MEASUREMENTS = 3
+NOISY_COPY_SPREAD = 0.20
 
 
 def copy_bandwidth(device: torch.device) -> float:
@@ -339,6 +363,35 @@ def unavailable_notes(results: list[Result], overheads: list[Overhead]) -> list[
     return notes
 
 
+def _noise_warning(copies: list[float]) -> str | None:
+    """A warning when repeated copy-bandwidth measurements disagree by more than NOISY_COPY_SPREAD."""
+    spread = max(copies) / min(copies) - 1
+    if spread <= NOISY_COPY_SPREAD:
+        return None
+    return (f"warning: copy bandwidth measurements disagree by {100 * spread:.0f} % "
+            f"({', '.join(f'{c:.0f}' for c in copies)} GB/s): this machine is noisy, so the ratios are too")
+
+
+class _Progress:
+    """A progress bar on a terminal's stderr: cases done, elapsed time and an estimate of the rest."""
+
+    WIDTH = 24
+
+    def __init__(self, total: int):
+        self.total, self.start = total, time.monotonic()
+
+    def show(self, done: int, label: str) -> None:
+        elapsed = time.monotonic() - self.start
+        left = f", ~{elapsed / done * (self.total - done):.0f} s left" if done else ""
+        filled = self.WIDTH * done // max(self.total, 1)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        print(f"\r\033[K[{bar}] {done}/{self.total} {elapsed:.0f} s{left}: {label}", end="",
+              file=sys.stderr, flush=True)
+
+    def clear(self) -> None:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
 def _run_sweep(backends: list[str], device: torch.device) -> int:
     if len(backends) != 1:
         print("bench: --sweep takes one backend", file=sys.stderr)
@@ -383,10 +436,15 @@ def main(argv) -> int:
             return 2
         specs[op] = importlib.import_module(f"ops.{op}.cases")
     name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
-    copy_gbps = copy_bandwidth(device)
-    header = (f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s; "
-              f"median of {FLAGS.iters} runs after {FLAGS.warmup} warm-up; peers: {peer_lib.describe(FLAGS.peers)}")
+    copies = [copy_bandwidth(device) for _ in range(COPY_MEASUREMENTS)]
+    copy_gbps = statistics.median(copies)
+    header = (f"device: {name}; backend: {backend}; copy bandwidth {copy_gbps:.0f} GB/s (median of "
+              f"{', '.join(f'{c:.0f}' for c in copies)}); median of {FLAGS.min_iters}..{FLAGS.iters} rounds per case "
+              f"within {FLAGS.case_ms:g} ms, after up to {FLAGS.warmup} warm-up; peers: {peer_lib.describe(FLAGS.peers)}")
     print(header)
+    noise = _noise_warning(copies)
+    if noise:
+        print(noise)
     work = [(op, case) for op in ops for case in _cases(op, specs[op])]
     max_mb = FLAGS.max_mb if FLAGS.max_mb is not None else (300.0 if device.type == "cpu" else math.inf)
     skipped = [f"{op} {case.name}" for op, case in work if specs[op].OP.bytes(case) / 1e6 > max_mb]
@@ -395,13 +453,18 @@ def main(argv) -> int:
     work = [(op, case) for op, case in work if specs[op].OP.bytes(case) / 1e6 <= max_mb]
     print(table_header())
     results = []
-    for index, (op, case) in enumerate(work, 1):
-        if sys.stderr.isatty():
-            print(f"[{index}/{len(work)}] {op} {case.name} ...", end="\r", file=sys.stderr, flush=True)
+    progress = _Progress(len(work)) if sys.stderr.isatty() else None
+    for index, (op, case) in enumerate(work):
+        if progress:
+            progress.show(index, f"{op} {case.name}")
         for one in backends:
             result = bench_case(op, specs[op].OP, case, one, copy_gbps)
             results.append(result)
+            if progress:
+                progress.clear()
             print(_row(result), flush=True)
+    if progress:
+        progress.clear()
     tables = [("", table_header(), [_row(r) for r in results])]
     overheads = []
     launch_floor_us = None
@@ -418,6 +481,10 @@ def main(argv) -> int:
                 print(_overhead_row(overheads[-1]), flush=True)
         tables.append((title, overhead_header(),
                        [_overhead_row(o) for o in overheads]))
+    copies.append(copy_bandwidth(device))
+    noise = _noise_warning(copies)
+    if noise:
+        print(f"\n{noise} (measured again after the table: {copies[-1]:.0f} GB/s)")
     notes = unavailable_notes(results, overheads)
     if notes:
         print("\n".join(["", *notes]))

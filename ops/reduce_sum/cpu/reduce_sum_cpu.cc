@@ -1,14 +1,27 @@
-// reduce_sum's cpu backend: the readable reference, one row at a time with a
-// double accumulator.
+// reduce_sum's cpu backend: the readable reference, with a double accumulator
+// per row. Rows of stride 1 are summed one at a time. Along any other axis the
+// rows that are neighbours in memory (the input's contiguous innermost
+// dimension) are summed side by side, a block of them per step along the axis,
+// so every step reads consecutive memory. Work is split across the cores
+// (parallel_for) when there is enough of it.
+#include <algorithm>
+
+#include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
 
 namespace oprt {
 namespace cpu {
 namespace {
 
+// Elements each thread takes at least.
+constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
+// Neighbouring rows summed side by side along a strided axis.
+constexpr int64_t kColumnBlock = 256;
+
 template <class T>
-void sum_rows(const ReductionPlan& plan, T* out, const T* in) {
-  for (int64_t row = 0; row < plan.rows; ++row) {
+void sum_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
+              const T* in) {
+  for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     double sum = 0.0;
     for (int64_t i = 0; i < plan.row_length; ++i) {
@@ -18,11 +31,56 @@ void sum_rows(const ReductionPlan& plan, T* out, const T* in) {
   }
 }
 
+// Rows [first, first + count) that are neighbours in memory (in stride 1
+// between them), summed together: sums[j] accumulates row first + j.
+template <class T>
+void sum_neighbour_rows(const ReductionPlan& plan, int64_t first, int64_t count, T* out,
+                        const T* in) {
+  double sums[kColumnBlock] = {};
+  const RowStart start = row_start(plan.row_offsets, first);
+  for (int64_t i = 0; i < plan.row_length; ++i) {
+    const T* step = in + start.in + i * plan.in_axis_stride;
+    for (int64_t j = 0; j < count; ++j) sums[j] += to_float(step[j]);
+  }
+  const int64_t out_stride = plan.row_offsets.out_strides[0];
+  for (int64_t j = 0; j < count; ++j) {
+    out[start.out + j * out_stride] = from_float<T>(static_cast<float>(sums[j]));
+  }
+}
+
+// Whether the rows' innermost dimension is contiguous in the input, so that
+// neighbouring rows can be summed side by side.
+bool rows_are_neighbours(const ReductionPlan& plan) {
+  return plan.in_axis_stride != 1 && plan.row_offsets.ndim > 0 &&
+         plan.row_offsets.in_strides[0] == 1;
+}
+
 oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out, const void* in,
                       void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    sum_rows(plan, static_cast<T*>(out), static_cast<const T*>(in));
+    T* const target = static_cast<T*>(out);
+    const T* const source = static_cast<const T*>(in);
+    const int64_t length = std::max<int64_t>(1, plan.row_length);
+    if (rows_are_neighbours(plan)) {
+      // Blocks of neighbouring rows, never crossing the innermost dimension's end.
+      const int64_t inner = plan.row_offsets.sizes[0];
+      const int64_t blocks_per_line = (inner + kColumnBlock - 1) / kColumnBlock;
+      const int64_t blocks = plan.rows / inner * blocks_per_line;
+      const int64_t blocks_per_thread =
+          std::max<int64_t>(1, kMinElementsPerThread / (length * kColumnBlock));
+      parallel_for(blocks, blocks_per_thread, [&](int64_t begin, int64_t end) {
+        for (int64_t block = begin; block < end; ++block) {
+          const int64_t line = block / blocks_per_line;
+          const int64_t column = block % blocks_per_line * kColumnBlock;
+          sum_neighbour_rows(plan, line * inner + column, std::min(kColumnBlock, inner - column),
+                             target, source);
+        }
+      });
+      return OPRT_SUCCESS;
+    }
+    parallel_for(plan.rows, std::max<int64_t>(1, kMinElementsPerThread / length),
+                 [&](int64_t begin, int64_t end) { sum_rows(plan, begin, end, target, source); });
     return OPRT_SUCCESS;
   });
 }
