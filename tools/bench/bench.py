@@ -85,16 +85,6 @@ L2_BYTES = 64 << 20  # H100/H200 have 50-60 MB of L2; rotate past that.
 
 
 @dataclass
-class PeerTiming:
-    """One peer on one case; all None with `unavailable` set when it cannot run it."""
-
-    us: float | None = None
-    gbps: float | None = None
-    ratio: float | None = None
-    unavailable: str | None = None
-
-
-@dataclass
 class Result:
     op: str
     case: str
@@ -106,7 +96,7 @@ class Result:
     flops: int
     gbps: float
     pct_copy_bw: float
-    peers: dict[str, PeerTiming]
+    peers: dict[str, peer_lib.PeerTiming]
 
 
 @dataclass
@@ -262,9 +252,9 @@ def bench_case(op: str, spec, case: BenchmarkCase, backend: str, copy_gbps: floa
     ours, *peer_seconds = _median_times(rotations, device)
     moved, flops = spec.bytes(case), spec.flops(case)
     gbps = moved / ours / 1e9
-    timings = {name: PeerTiming(unavailable=bound[name]) for name in FLAGS.peers}
+    timings = {name: peer_lib.PeerTiming(unavailable=bound[name]) for name in FLAGS.peers}
     for name, seconds in zip(timed, peer_seconds):
-        timings[name] = PeerTiming(us=seconds * 1e6, gbps=moved / seconds / 1e9, ratio=seconds / ours)
+        timings[name] = peer_lib.PeerTiming(us=seconds * 1e6, gbps=moved / seconds / 1e9, ratio=seconds / ours)
     return Result(
         op=op,
         case=case.name,

@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from types import SimpleNamespace
 
-from tools.bench import compare, report, sweep, targets
+from tools.bench import compare, peers, report, sweep, targets
 
 
 def _result(op: str, case: str, us: float, torch_us: float | None) -> dict:
@@ -82,8 +82,8 @@ class BenchToolsTest(unittest.TestCase):
         def point(length: int, gbps: float, peer_gbps: float, rows: int = 1024) -> sweep.SweepPoint:
             return sweep.SweepPoint(op="softmax", dtype="f32", axis="last", mode="fixed bytes", rows=rows,
                                     row_length=length, bytes=10**9, us=1.0, gbps=gbps, copy_gbps=4000.0,
-                                    peers={"torch": sweep.Timing(us=1.0, gbps=peer_gbps),
-                                           "liger": sweep.Timing(unavailable="rows too long")})
+                                    peers={"torch": peers.PeerTiming(us=1.0, gbps=peer_gbps),
+                                           "liger": peers.PeerTiming(unavailable="rows too long")})
 
         points = [point(256, 3900.0, 3800.0), point(500, 3000.0, 3100.0), point(512, 3800.0, 3700.0),
                   point(2**17, 3700.0, 2000.0, rows=512)]
@@ -98,6 +98,9 @@ class BenchToolsTest(unittest.TestCase):
         self.assertIn("0/1 points; worst f32 last axis fixed bytes 1024x500 0.79x", lines[3])
         self.assertEqual(sweep.row_lengths("500,32,500"), [32, 500])
         self.assertIn(50257, sweep.row_lengths(None))
+        path = os.path.join(self.directory, "sweep_softmax.json")
+        sweep.save(path, points, device="test", op="softmax")
+        self.assertEqual(sweep.load(path), points)
 
 
 if __name__ == "__main__":

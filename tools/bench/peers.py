@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
@@ -25,6 +26,17 @@ LABELS = {"torch": "torch", "torch_compile": "compile", "liger": "liger"}
 LIGER_MAX_ROW = 65536
 
 PeerCall = Callable[..., Any]  # (out, *inputs)
+
+
+@dataclass
+class PeerTiming:
+    """One peer on one case (ratio: its time over ours); all None with `unavailable`
+    set when it cannot run it."""
+
+    us: float | None = None
+    gbps: float | None = None
+    ratio: float | None = None
+    unavailable: str | None = None
 
 
 class Unavailable(Exception):

@@ -48,9 +48,14 @@ def _plot(op: str, rows, peers: list[str], copy_gbps: float, path: str) -> None:
                   marker=_DTYPE_MARKERS.get(dtype, "x"), linewidth=1, label=f"{source} {dtype}")
     axes.axhline(copy_gbps, color="gray", linestyle="--", linewidth=1, label="device copy bandwidth")
     axes.set_xscale("log")
-    axes.set_xlabel("MB moved per call (log)")
+    save_plot(figure, axes, "MB moved per call (log)", op, path)
+
+
+def save_plot(figure, axes, xlabel: str, title: str, path: str) -> None:
+    """Labels a GB/s plot the bench's way (legend, layout, resolution), writes it to path, closes it."""
+    axes.set_xlabel(xlabel)
     axes.set_ylabel("GB/s")
-    axes.set_title(op)
+    axes.set_title(title)
     axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

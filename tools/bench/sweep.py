@@ -34,16 +34,13 @@ import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")  # files only; no display on build or GPU hosts
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-
-import operator_runtime as ort  # noqa: E402
-from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase  # noqa: E402
-from tools.bench import peers as peer_lib  # noqa: E402
-from tools.bench import targets  # noqa: E402
+import operator_runtime as ort
+from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase
+from tools.bench import peers as peer_lib
+from tools.bench import targets
+from tools.bench.report import plt, save_plot  # report selects the file-only backend
 
 SWEEP_OPS = ("softmax", "reduce_sum")
 POWER_LENGTHS = tuple(2**k for k in range(5, 23))
@@ -52,13 +49,6 @@ POWER_LENGTHS = tuple(2**k for k in range(5, 23))
 ODD_LENGTHS = (500, 1000, 3001, 4000, 10007, 32000, 50257, 65521, 128256, 151936, 1000003)
 L2_FLUSH_BYTES = 256 << 20
 AXES = {"softmax": ("last",), "reduce_sum": ("last", "leading")}
-
-
-@dataclass
-class Timing:
-    us: float | None = None
-    gbps: float | None = None
-    unavailable: str | None = None
 
 
 @dataclass
@@ -73,7 +63,7 @@ class SweepPoint:
     us: float
     gbps: float
     copy_gbps: float  # a device copy of the same input, same timer
-    peers: dict[str, Timing] = field(default_factory=dict)
+    peers: dict[str, peer_lib.PeerTiming] = field(default_factory=dict)
 
     def best_peer(self) -> tuple[str, float] | None:
         """(name, GB/s) of the fastest peer that ran this point."""
@@ -138,14 +128,14 @@ def measure(op: str, spec, dtype: torch.dtype, axis: str, rows: int, length: int
             calls.append(functools.partial(peer_lib.bind(name, spec, params, out, [x]), out, x))
             names.append(name)
         except peer_lib.Unavailable as reason:
-            peers[name] = Timing(unavailable=str(reason))
+            peers[name] = peer_lib.PeerTiming(unavailable=str(reason))
     copy_target = torch.empty_like(x)
     calls.append(functools.partial(copy_target.copy_, x))
     seconds = _times(calls, device, warmup, iters)
     prepared.destroy()
     moved = spec.bytes(case)
     for name, s in zip(names, seconds[1:-1]):
-        peers[name] = Timing(us=s * 1e6, gbps=moved / s / 1e9)
+        peers[name] = peer_lib.PeerTiming(us=s * 1e6, gbps=moved / s / 1e9, ratio=s / seconds[0])
     return SweepPoint(op=op, dtype=DTYPE_NAMES[dtype], axis=axis, mode=mode, rows=rows, row_length=length,
                       bytes=moved, us=seconds[0] * 1e6, gbps=moved / seconds[0] / 1e9,
                       copy_gbps=2 * x.nbytes / seconds[-1] / 1e9, peers={n: peers[n] for n in peer_names})
@@ -168,13 +158,7 @@ def _plot(points: list[SweepPoint], peer_names, path: str, title: str) -> None:
             axes.plot(lengths, [p.copy_gbps for p in along], "--", color="gray", linewidth=1,
                       label="copy of the same bytes")
     axes.set_xscale("log", base=2)
-    axes.set_xlabel("row length (elements, log)")
-    axes.set_ylabel("GB/s")
-    axes.set_title(title)
-    axes.legend(fontsize=7, ncol=2)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_plot(figure, axes, "row length (elements, log)", title, path)
 
 
 def _point_line(p: SweepPoint, peer_names) -> str:
@@ -199,11 +183,7 @@ def run(op: str, spec, backend: str, dtypes, peer_names, *, mb: float, rows_list
     modes = [(f"rows={n}", n) for n in rows_list] if rows_list else [("fixed bytes", None)]
     points = []
     os.makedirs(out_dir, exist_ok=True)
-
-    def save(points: list[SweepPoint]) -> None:
-        with open(os.path.join(out_dir, f"sweep_{op}{'_rows' if rows_list else ''}.json"), "w") as f:
-            json.dump({"device": device_name, "op": op, "backend": backend, "peers": list(peer_names),
-                       "points": [asdict(p) for p in points]}, f, indent=1)
+    json_path = os.path.join(out_dir, f"sweep_{op}{'_rows' if rows_list else ''}.json")
 
     print(f"sweep {op} on {device_name}, backend {backend}: {len(lengths)} row lengths, "
           f"{'fixed ' + format(mb, 'g') + ' MiB per input' if not rows_list else 'rows ' + ','.join(map(str, rows_list))}; "
@@ -219,7 +199,8 @@ def run(op: str, spec, backend: str, dtypes, peer_names, *, mb: float, rows_list
                     point = measure(op, spec, dtype, axis, rows, length, mode, backend, peer_names, warmup, iters)
                     points.append(point)
                     print(_point_line(point, peer_names), flush=True)
-                    save(points)  # after every point, so a cut-short run keeps what it measured
+                    # After every point, so a cut-short run keeps what it measured.
+                    save(json_path, points, device=device_name, op=op, backend=backend, peers=list(peer_names))
     groups = defaultdict(list)
     for p in points:
         groups[(p.dtype, p.mode)].append(p)
@@ -230,8 +211,15 @@ def run(op: str, spec, backend: str, dtypes, peer_names, *, mb: float, rows_list
     return [v.line() for v in targets.sweep_targets(op, points)]
 
 
+def save(path: str, points: list[SweepPoint], **run) -> None:
+    """Writes points, with the run's description (device, op, backend, peers), as JSON."""
+    with open(path, "w") as f:
+        json.dump({**run, "points": [asdict(p) for p in points]}, f, indent=1)
+
+
 def load(path: str) -> list[SweepPoint]:
     """The points of a saved sweep (sweep_<op>.json)."""
     with open(path) as f:
         saved = json.load(f)
-    return [SweepPoint(**{**p, "peers": {n: Timing(**t) for n, t in p["peers"].items()}}) for p in saved["points"]]
+    return [SweepPoint(**{**p, "peers": {n: peer_lib.PeerTiming(**t) for n, t in p["peers"].items()}})
+            for p in saved["points"]]
