@@ -49,12 +49,16 @@ inline float bits_float(uint32_t bits) {
   return value;
 }
 
-// Rounds `value >> shift` to nearest, ties to even.
+// Rounds `value >> shift` to nearest, ties to even. Bitwise, not short-circuit,
+// logic: on random data a branch on `rest > half` mispredicts half the time
+// (f16 vector_add on the cpu spent ~5 ns per element there).
 inline uint32_t shift_right_rne(uint32_t value, int shift) {
   const uint32_t kept = value >> shift;
   const uint32_t rest = value & ((1u << shift) - 1);
   const uint32_t half = 1u << (shift - 1);
-  return kept + ((rest > half || (rest == half && (kept & 1))) ? 1 : 0);
+  const uint32_t round_up =
+      static_cast<uint32_t>(rest > half) | (static_cast<uint32_t>(rest == half) & kept);
+  return kept + (round_up & 1u);
 }
 
 inline uint16_t host_float_to_f16(float value) {
