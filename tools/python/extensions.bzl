@@ -10,7 +10,8 @@ The repository holds `venv/` (made from the host `python3`, then
   :toolchain         the Python toolchain every py_binary/py_test runs with,
   :python_headers    cc_library of the interpreter's C headers,
   :pybind11          cc_library of the pybind11 headers installed in the venv,
-  defs.bzl           PYTHON (the venv interpreter) and EXT_SUFFIX (".cpython-311-x86_64-linux-gnu.so").
+  defs.bzl           PYTHON (the venv interpreter), EXT_SUFFIX (".cpython-311-x86_64-linux-gnu.so")
+                     and PYTHON_TAG ("cp311").
 It is fetched once and refetched when the lock, the host interpreter or a PIP_* setting
 changes (about 40 s: torch comes from local disk, the rest from the package index).
 """
@@ -27,6 +28,7 @@ print(json.dumps({
     "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
     "torch": os.path.dirname(torch.__file__),
     "torch_cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
+    "python_tag": "cp%d%d" % sys.version_info[:2],
 }))
 """
 
@@ -71,6 +73,9 @@ def _python_venv_repository_impl(rctx):
         "",
         "# The file-name suffix Python expects of an extension module.",
         "EXT_SUFFIX = %r" % probe["ext_suffix"],
+        "",
+        "# The interpreter's wheel tag (python and ABI), e.g. cp311.",
+        "PYTHON_TAG = %r" % probe["python_tag"],
         "",
     ]))
     rctx.template("BUILD.bazel", rctx.attr._build_template, substitutions = {
