@@ -56,6 +56,18 @@ void parallel_for(int64_t count, int64_t min_items_per_thread, Fn fn) {
   for (std::thread& thread : threads) thread.join();
 }
 
+// Elements a thread takes at least: below that, starting it costs more than it saves.
+constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
+
+// parallel_for over `rows` rows of `row_elements` elements each: a thread takes
+// whole rows, at least kMinElementsPerThread elements' worth.
+template <class Fn>
+void parallel_for_rows(int64_t rows, int64_t row_elements, Fn fn) {
+  const int64_t rows_per_thread =
+      std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(1, row_elements));
+  parallel_for(rows, rows_per_thread, fn);
+}
+
 }  // namespace oprt
 
 #endif  // OPERATOR_RUNTIME_CORE_PARALLEL_H_

@@ -5,7 +5,6 @@
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 #define OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 
-#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -22,9 +21,6 @@ T evaluate_at(const Functor& functor, const T* const* in, const int64_t* offsets
               std::index_sequence<I...>) {
   return evaluate<T>(functor, in[I][offsets[I]]...);
 }
-
-// Elements (or innermost rows' worth of elements) each thread takes at least.
-constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
 
 // Elements [begin, end) of contiguous operands.
 template <class T, class Functor, size_t... I>
@@ -93,10 +89,9 @@ oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, co
       });
     } else if (plan.numel > 0) {
       const int64_t extent = plan.shape[plan.ndim - 1];
-      parallel_for(plan.numel / extent, std::max<int64_t>(1, kMinElementsPerThread / extent),
-                   [&](int64_t begin, int64_t end) {
-                     run_strided(functor, plan, begin, end, target, in);
-                   });
+      parallel_for_rows(plan.numel / extent, extent, [&](int64_t begin, int64_t end) {
+        run_strided(functor, plan, begin, end, target, in);
+      });
     }
     return OPRT_SUCCESS;
   });

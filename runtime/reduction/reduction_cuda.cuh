@@ -296,6 +296,9 @@ struct RowWalk {
   // One past the last position that holds an element.
   __device__ int64_t end() const { return kWholeVectors ? length : lead + length; }
 
+  // Whether row element i exists (a partial vector's lanes ask one by one).
+  __device__ bool holds(int64_t i) const { return i >= 0 && i < length; }
+
   // x = positions p .. p + kVec - 1; p is a multiple of kVec, and below end().
   template <int kVec>
   __device__ void load(int64_t p, float fill, float (&x)[kVec]) const {
@@ -305,13 +308,11 @@ struct RowWalk {
       load_floats<kVec>(first + p, x);
     } else {
       const int64_t i = p - lead;
-      if (i >= 0 && i + kVec <= length) {
+      if (holds(i) && holds(i + kVec - 1)) {
         load_floats<kVec>(first + i, x);
       } else {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          x[k] = i + k >= 0 && i + k < length ? to_float(first[i + k]) : fill;
-        }
+        for (int k = 0; k < kVec; ++k) x[k] = holds(i + k) ? to_float(first[i + k]) : fill;
       }
     }
   }
@@ -325,12 +326,12 @@ struct RowWalk {
       store_floats<kVec>(first + p, x);
     } else {
       const int64_t i = p - lead;
-      if (i >= 0 && i + kVec <= length) {
+      if (holds(i) && holds(i + kVec - 1)) {
         store_floats<kVec>(first + i, x);
       } else {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          if (i + k >= 0 && i + k < length) first[i + k] = from_float<Element>(x[k]);
+          if (holds(i + k)) first[i + k] = from_float<Element>(x[k]);
         }
       }
     }
@@ -428,25 +429,21 @@ int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
   return rows_take_vectors(plan, out, in, kVectorBytes) ? kWide<T> : 1;
 }
 
-// The most positions a walk of this launch's rows covers: the row length plus
-// the largest lead, which is 0 when every row starts on a vector boundary.
-inline int64_t walk_length(const ReductionPlan& plan, int vec, const void* in) {
-  const bool aligned = vec == 1 || rows_start_on_vectors(plan, in, kVectorBytes);
-  return plan.row_length + (aligned ? 0 : vec - 1);
-}
-
-// Calls fn(std::bool_constant<W>{}) with W whether this launch's walks of
-// kVec-element vectors are whole vectors (RowWalk's kWholeVectors); walks of
-// single elements always are.
+// Calls fn(std::bool_constant<W>{}, walk) for this launch's walks of
+// kVec-element vectors: W whether they are whole vectors (RowWalk's
+// kWholeVectors; walks of single elements always are), walk the most positions
+// one covers (the row length plus the largest lead, which is 0 when every row
+// starts on a vector boundary). The alignment is read once per launch.
 template <int kVec, class Fn>
 oprt_status_t dispatch_whole_vectors(const ReductionPlan& plan, const void* in, Fn&& fn) {
   if constexpr (kVec == 1) {
-    return fn(std::true_type{});
+    return fn(std::true_type{}, plan.row_length);
   } else {
-    if (plan.row_length % kVec == 0 && rows_start_on_vectors(plan, in, kVectorBytes)) {
-      return fn(std::true_type{});
+    if (!rows_start_on_vectors(plan, in, kVectorBytes)) {
+      return fn(std::false_type{}, plan.row_length + kVec - 1);
     }
-    return fn(std::false_type{});
+    if (plan.row_length % kVec != 0) return fn(std::false_type{}, plan.row_length);
+    return fn(std::true_type{}, plan.row_length);
   }
 }
 

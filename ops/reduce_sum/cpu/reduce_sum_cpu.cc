@@ -13,8 +13,6 @@ namespace oprt {
 namespace cpu {
 namespace {
 
-// Elements each thread takes at least.
-constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
 // Neighbouring rows summed side by side along a strided axis.
 constexpr int64_t kColumnBlock = 256;
 
@@ -61,15 +59,13 @@ oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
     using T = typename decltype(tag)::type;
     T* const target = static_cast<T*>(out);
     const T* const source = static_cast<const T*>(in);
-    const int64_t length = std::max<int64_t>(1, plan.row_length);
     if (rows_are_neighbours(plan)) {
       // Blocks of neighbouring rows, never crossing the innermost dimension's end.
       const int64_t inner = plan.row_offsets.sizes[0];
       const int64_t blocks_per_line = (inner + kColumnBlock - 1) / kColumnBlock;
       const int64_t blocks = plan.rows / inner * blocks_per_line;
-      const int64_t blocks_per_thread =
-          std::max<int64_t>(1, kMinElementsPerThread / (length * kColumnBlock));
-      parallel_for(blocks, blocks_per_thread, [&](int64_t begin, int64_t end) {
+      // A block is kColumnBlock rows.
+      parallel_for_rows(blocks, plan.row_length * kColumnBlock, [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {
           const int64_t line = block / blocks_per_line;
           const int64_t column = block % blocks_per_line * kColumnBlock;
@@ -79,8 +75,9 @@ oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
       });
       return OPRT_SUCCESS;
     }
-    parallel_for(plan.rows, std::max<int64_t>(1, kMinElementsPerThread / length),
-                 [&](int64_t begin, int64_t end) { sum_rows(plan, begin, end, target, source); });
+    parallel_for_rows(plan.rows, plan.row_length, [&](int64_t begin, int64_t end) {
+      sum_rows(plan, begin, end, target, source);
+    });
     return OPRT_SUCCESS;
   });
 }

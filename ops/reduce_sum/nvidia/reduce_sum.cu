@@ -142,9 +142,8 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole) {
+      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole, int64_t walk) {
         constexpr bool kWhole = decltype(whole)::value;
-        const int64_t walk = walk_length(plan, kVec, in);
         const int64_t chunk = chunk_length(walk, plan.row_splits);
         const int64_t vectors = ceil_div(walk, kVec);
         const int lanes = next_pow2(std::min<int64_t>(ceil_div(vectors, kVectorsPerThread),

@@ -2,7 +2,6 @@
 // maximum, then the sum of exp(x - max) (each exponential in float, summed in
 // double), then each exp(x - max) / sum. Rows are split across the cores
 // (parallel_for) when there are enough of them.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -12,9 +11,6 @@
 namespace oprt {
 namespace cpu {
 namespace {
-
-// Elements each thread takes at least (in whole rows).
-constexpr int64_t kMinElementsPerThread = int64_t{1} << 16;
 
 template <class T>
 void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
@@ -38,9 +34,7 @@ oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
                       void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int64_t rows_per_thread =
-        std::max<int64_t>(1, kMinElementsPerThread / std::max<int64_t>(1, plan.row_length));
-    parallel_for(plan.rows, rows_per_thread, [&](int64_t begin, int64_t end) {
+    parallel_for_rows(plan.rows, plan.row_length, [&](int64_t begin, int64_t end) {
       softmax_rows(plan, begin, end, static_cast<T*>(out), static_cast<const T*>(in));
     });
     return OPRT_SUCCESS;

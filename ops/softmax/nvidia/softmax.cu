@@ -214,7 +214,7 @@ __device__ inline void stage_tail(T* tail, const RowWalk<const T, kWholeVectors>
     T* const target = tail + (p - tail_begin);
     const int64_t i = p - walk.lead;
     if constexpr (sizeof(T) * kVec == 16) {
-      if (kWholeVectors || (i >= 0 && i + kVec <= walk.length)) {
+      if (kWholeVectors || (walk.holds(i) && walk.holds(i + kVec - 1))) {
         const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
                      "l"(walk.first + i)
@@ -532,7 +532,7 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
       constexpr int kVec = decltype(vec)::value;
-      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole) {
+      return dispatch_whole_vectors<kVec>(plan, in, [&](auto whole, int64_t walk) {
         constexpr bool kWhole = decltype(whole)::value;
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
         if (plan.splits_share_cluster) {
@@ -540,7 +540,6 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
           return OPRT_SUCCESS;
         }
 #endif
-        const int64_t walk = walk_length(plan, kVec, in);
         if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
           return launch_in_registers<T, kVec, kWhole>(plan, walk, out, in, stream);
         }
