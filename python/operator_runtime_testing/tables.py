@@ -109,6 +109,9 @@ def axis_cases(
         ("long_row_2p20", spec((1, LONG_ROW)), {}),
         ("many_short_rows", spec((4096, 7)), {}),
         ("axis_0_strided", spec((1000, 33)), {"dim": 0}),
+        # A long leading axis over an odd number of columns: column groups that
+        # straddle no line, a partial last group, chunks combined after.
+        ("axis_0_long_odd_columns", spec((20000, 13)), {"dim": 0}),
         ("middle_axis", spec((6, 50, 7)), {"dim": 1}),
         ("middle_axis_negative", spec((6, 50, 7)), {"dim": -2}),
         ("ndim_8", spec((2, 3, 2, 3, 2, 3, 2, 3)), {"dim": -4}),

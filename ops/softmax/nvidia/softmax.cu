@@ -49,16 +49,24 @@ constexpr int max_vectors_per_thread(int vec) {
 }
 constexpr int kWarpRowsBlockThreads = 128;
 constexpr int kMinRowBlockThreads = 128;
-// Vectors per thread the register path aims for before it widens the block.
-constexpr int64_t kRegisterVectorsPerThread = 4;
+// Vectors (16-byte loads) each thread of the register path keeps in flight
+// where the row allows: the kernels use 32 to 64 registers, so an SM holds
+// 1024 to 2048 of their threads, and on the H200 it streamed at about 4 TB/s
+// with 64 KiB in flight per SM, 2.3 with half that (16-bit odd rows, whose
+// kernels need 54 registers, holding two vectors a thread).
+constexpr int kRegisterVectorsPerThread = 4;
 constexpr int kUnroll = 4;
 
 // Rows a warp team holds at once on the register path: short rows, whose
 // lanes hold one or two vectors each, take several rows per team so that every
-// thread keeps a few 16-byte loads in flight, up to 16 floats per thread (more
-// spill registers in the bf16 kernels). Without vectors (a fallback) one row.
-constexpr int rows_per_team(int vectors_per_thread, int vec) {
-  return vec == 1 ? 1 : std::max(1, std::min(4, 16 / (vectors_per_thread * vec)));
+// thread keeps kRegisterVectorsPerThread loads in flight, up to 32 floats per
+// thread and 4 rows, 3 when rows have partial vectors (4 bf16 rows spilled 128
+// bytes per thread, 3 rows 20). Without vectors (a fallback) one row.
+constexpr int rows_per_team(int vectors_per_thread, int vec, bool whole_vectors) {
+  if (vec == 1) return 1;
+  return std::max(1, std::min({whole_vectors ? 4 : 3,
+                               kRegisterVectorsPerThread / vectors_per_thread,
+                               kMaxFloatsPerThread / (vectors_per_thread * vec)}));
 }
 
 template <class Team, class T, int kVec, int kPerThread, int kRows, bool kWholeVectors>
@@ -153,9 +161,13 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const int64_t end = min(walk.end(), begin + chunk);
     MaxSum stats = MaxSumOp::identity();
     if (pass == OnlinePass::kNormalize) {
-      for (int64_t split = 0; active && split < splits; ++split) {
+      // The team combines the row's pairs together: one thread walking all
+      // of them waited on a workspace load per chunk (one row of 2^22 f32,
+      // 528 chunks, took 147 us against torch's 28).
+      for (int64_t split = team.member(); active && split < splits; split += team.width()) {
         stats = MaxSumOp{}(stats, partials[row * splits + split]);
       }
+      stats = team.reduce(stats, MaxSumOp{});
     } else {
       const auto fold = [&](int64_t, const float(&x)[kVec]) { stats = absorb(stats, x); };
       if (active) {
@@ -367,7 +379,7 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
     const int lanes = next_pow2(std::min<int64_t>(vectors, kWarpSize));
     const int per_thread = static_cast<int>(ceil_div(vectors, lanes));
     return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
-      constexpr int kRows = rows_per_team(decltype(per)::value, kVec);
+      constexpr int kRows = rows_per_team(decltype(per)::value, kVec, kWholeVectors);
       const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes * kRows);
       softmax_rows_in_registers<WarpTeams, T, kVec, decltype(per)::value, kRows, kWholeVectors>
           <<<row_grid(groups, 1), kWarpRowsBlockThreads, 0, stream>>>(plan, WarpTeams{lanes},
@@ -376,10 +388,14 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
     });
   }
   // The most vectors per thread (loads in flight) that still leaves the block
-  // kMinRowBlockThreads threads, and then just enough whole warps to hold the
-  // row: a power-of-two block would leave up to half its threads idle.
+  // kMinRowBlockThreads threads, but at least kRegisterVectorsPerThread, and
+  // then just enough whole warps to hold the row: a power-of-two block would
+  // leave up to half its threads idle.
   int per_thread = kMaxPerThread;
-  while (per_thread > 1 && ceil_div(vectors, per_thread) < kMinRowBlockThreads) per_thread /= 2;
+  while (per_thread > kRegisterVectorsPerThread &&
+         ceil_div(vectors, per_thread) < kMinRowBlockThreads) {
+    per_thread /= 2;
+  }
   const int64_t threads = std::min<int64_t>(
       ceil_div(ceil_div(vectors, per_thread), kWarpSize) * kWarpSize, kMaxBlockThreads);
   per_thread = static_cast<int>(ceil_div(vectors, threads));
