@@ -7,6 +7,7 @@ BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
+load("//tools/cc:defs.bzl", "CXX_STANDARD_COPTS")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
 load("//ops:tilelang.bzl", "oprt_tilelang")
 load("//tools/cuda:defs.bzl", "cuda_library")
@@ -75,12 +76,14 @@ def oprt_operator(name, family, cute = False):
         name = "frontend",
         srcs = [name + ".cc"],
         hdrs = native.glob(["*_functor.h"]),
+        copts = CXX_STANDARD_COPTS,
         deps = [":header", shared.host],
         alwayslink = True,
     )
     cc_library(
         name = "cpu",
         srcs = native.glob(["cpu/*.cc", "cpu/*.h"]),
+        copts = CXX_STANDARD_COPTS,
         deps = [":frontend"],
         alwayslink = True,
     )

@@ -12,6 +12,7 @@ provides the Py* symbols.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_binary")
+load("//tools/cc:defs.bzl", "CXX_STANDARD_COPTS")
 
 def pybind_extension(name, srcs, deps = [], copts = [], linkopts = [], **kwargs):
     """Declares `<name>.so`, a Python extension module importable as the last part of `name`.
@@ -30,7 +31,7 @@ def pybind_extension(name, srcs, deps = [], copts = [], linkopts = [], **kwargs)
         deps = deps + ["@python_venv//:pybind11"],
         # pybind11's own advice: hide the module's symbols so two modules built against
         # different pybind11 versions never share its internals.
-        copts = ["-fvisibility=hidden"] + copts,
+        copts = CXX_STANDARD_COPTS + ["-fvisibility=hidden"] + copts,
         # Calls inside the module bind to the module's own definitions.
         linkopts = ["-Wl,-Bsymbolic"] + linkopts,
         linkshared = True,
