@@ -7,7 +7,7 @@ BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
-load("//tools/cc:defs.bzl", "CXX_STANDARD_COPTS")
+load("//tools/cc:defs.bzl", "CPU_KERNEL_COPTS", "CXX_STANDARD_COPTS")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
 load("//ops:tilelang.bzl", "oprt_tilelang")
 load("//tools/cuda:defs.bzl", "cuda_library")
@@ -83,7 +83,7 @@ def oprt_operator(name, family, cute = False):
     cc_library(
         name = "cpu",
         srcs = native.glob(["cpu/*.cc", "cpu/*.h"]),
-        copts = CXX_STANDARD_COPTS,
+        copts = CXX_STANDARD_COPTS + CPU_KERNEL_COPTS,
         deps = [":frontend"],
         alwayslink = True,
     )

@@ -61,47 +61,48 @@ inline uint32_t shift_right_rne(uint32_t value, int shift) {
   return kept + (round_up & 1u);
 }
 
+// The host conversions are branch-free (selects, not ifs), so the cpu backend's loops
+// over them vectorise: with branches relu on f16 ran at 0.03x torch.
+
 inline uint16_t host_float_to_f16(float value) {
   const uint32_t bits = float_bits(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) {  // NaN: stays a quiet NaN, keeps the top payload bits
-    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
-  }
-  if (magnitude >= 0x477ff000u) {  // >= 65520 rounds past the largest f16 (65504): inf
-    return static_cast<uint16_t>(sign | 0x7c00u);
-  }
-  if (magnitude >= 0x38800000u) {  // normal f16: rebias the exponent 127 -> 15
-    return static_cast<uint16_t>(sign | shift_right_rne(magnitude - 0x38000000u, 13));
-  }
-  // Subnormal f16, m * 2^-24: shift the float's full significand into place.
-  // A rounding carry into bit 10 yields the smallest normal, which is correct.
-  const int exponent = static_cast<int>(magnitude >> 23) - 127;
-  const int shift = -exponent - 1;
-  if (shift > 24) return static_cast<uint16_t>(sign);  // below half the smallest subnormal
-  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
-  return static_cast<uint16_t>(sign | shift_right_rne(significand, shift));
+  // NaN stays a quiet NaN and keeps the top payload bits; >= 65520 rounds past the
+  // largest f16 (65504) to inf.
+  const uint32_t nan = 0x7e00u | ((magnitude >> 13) & 0x3ffu);
+  const uint32_t inf = 0x7c00u;
+  // Normal f16: rebias the exponent 127 -> 15 and round the significand.
+  const uint32_t normal = shift_right_rne(magnitude - 0x38000000u, 13);
+  // Subnormal f16 (below 2^-14): adding 0.5 lines the value up with f16's last
+  // subnormal bit, and the float addition rounds it (to nearest even); a carry
+  // into bit 10 yields the smallest normal, which is correct.
+  const uint32_t subnormal = float_bits(bits_float(magnitude) + 0.5f) - 0x3f000000u;
+  const uint32_t result = magnitude > 0x7f800000u   ? nan
+                          : magnitude >= 0x477ff000u ? inf
+                          : magnitude >= 0x38800000u ? normal
+                                                     : subnormal;
+  return static_cast<uint16_t>(sign | result);
 }
 
 inline float host_f16_to_float(uint16_t half) {
   const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
-  const uint32_t exponent = (half >> 10) & 0x1fu;
-  const uint32_t mantissa = half & 0x3ffu;
-  if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));
-  if (exponent == 0) {
-    const float subnormal = static_cast<float>(mantissa) * 5.9604644775390625e-08f;  // m * 2^-24, exact
-    return sign ? -subnormal : subnormal;
-  }
-  return bits_float(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  // Exponent and significand moved to their float positions.
+  const uint32_t magnitude = static_cast<uint32_t>(half & 0x7fffu) << 13;
+  // Normal and subnormal f16: a float multiply by 2^112 rebiases the exponent
+  // 15 -> 127 and normalises a subnormal, exactly. Inf and NaN: all-ones exponent.
+  const uint32_t finite = float_bits(bits_float(magnitude) * 0x1p112f);
+  const uint32_t special = magnitude | 0x7f800000u;
+  return bits_float(sign | (magnitude >= (0x7c00u << 13) ? special : finite));
 }
 
 inline uint16_t host_float_to_bf16(float value) {
   const uint32_t bits = float_bits(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: truncate, forcing the quiet bit
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  }
-  // Overflow carries into the exponent and produces inf, as it should.
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  // NaN: truncate, forcing the quiet bit. Otherwise round to nearest even; overflow
+  // carries into the exponent and produces inf, as it should.
+  const uint32_t nan = (bits >> 16) | 0x0040u;
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 inline float host_bf16_to_float(uint16_t value) {
