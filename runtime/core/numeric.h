@@ -49,39 +49,29 @@ inline float bits_float(uint32_t bits) {
   return value;
 }
 
-// Rounds `value >> shift` to nearest, ties to even. Bitwise, not short-circuit,
-// logic: on random data a branch on `rest > half` mispredicts half the time
-// (f16 vector_add on the cpu spent ~5 ns per element there).
-inline uint32_t shift_right_rne(uint32_t value, int shift) {
-  const uint32_t kept = value >> shift;
-  const uint32_t rest = value & ((1u << shift) - 1);
-  const uint32_t half = 1u << (shift - 1);
-  const uint32_t round_up =
-      static_cast<uint32_t>(rest > half) | (static_cast<uint32_t>(rest == half) & kept);
-  return kept + (round_up & 1u);
-}
-
 // The host conversions are branch-free (selects, not ifs), so the cpu backend's loops
 // over them vectorise: with branches relu on f16 ran at 0.03x torch.
 
 inline uint16_t host_float_to_f16(float value) {
   const uint32_t bits = float_bits(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;
-  const uint32_t magnitude = bits & 0x7fffffffu;
-  // NaN stays a quiet NaN and keeps the top payload bits; >= 65520 rounds past the
-  // largest f16 (65504) to inf.
-  const uint32_t nan = 0x7e00u | ((magnitude >> 13) & 0x3ffu);
-  const uint32_t inf = 0x7c00u;
-  // Normal f16: rebias the exponent 127 -> 15 and round the significand.
-  const uint32_t normal = shift_right_rne(magnitude - 0x38000000u, 13);
+  // |value|'s bits; as a signed int the comparisons below are single instructions.
+  const int32_t magnitude = static_cast<int32_t>(bits & 0x7fffffffu);
+  const uint32_t m = static_cast<uint32_t>(magnitude);
+  // NaN stays a quiet NaN and keeps the top payload bits.
+  const uint32_t nan = 0x7e00u | ((m >> 13) & 0x3ffu);
+  // Normal f16: rebias the exponent 127 -> 15 (adding -112 << 23) and round to
+  // nearest even by adding 0xfff plus the lowest kept bit before the shift. Values
+  // from 65520 up round into the exponent's all-ones pattern: inf.
+  const uint32_t normal = (m + 0xc8000fffu + ((m >> 13) & 1u)) >> 13;
   // Subnormal f16 (below 2^-14): adding 0.5 lines the value up with f16's last
   // subnormal bit, and the float addition rounds it (to nearest even); a carry
   // into bit 10 yields the smallest normal, which is correct.
-  const uint32_t subnormal = float_bits(bits_float(magnitude) + 0.5f) - 0x3f000000u;
-  const uint32_t result = magnitude > 0x7f800000u   ? nan
-                          : magnitude >= 0x477ff000u ? inf
-                          : magnitude >= 0x38800000u ? normal
-                                                     : subnormal;
+  const uint32_t subnormal = float_bits(bits_float(m) + 0.5f) - 0x3f000000u;
+  const uint32_t result = magnitude > 0x7f800000   ? nan
+                          : magnitude >= 0x47800000 ? 0x7c00u
+                          : magnitude >= 0x38800000 ? normal
+                                                    : subnormal;
   return static_cast<uint16_t>(sign | result);
 }
 
