@@ -46,11 +46,13 @@ inline float exp_nonpositive(float x) {
   return x == x ? result : x;  // NaN stays NaN
 }
 
-template <class T>
+// kContiguous: the rows have stride 1 in in and out, known to the compiler, which
+// vectorises the lanes only then.
+template <class T, bool kContiguous>
 void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
                   const T* in) {
   const int64_t length = plan.row_length;
-  const int64_t in_stride = plan.in_axis_stride;
+  const int64_t in_stride = kContiguous ? 1 : plan.in_axis_stride;
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     const T* const source = in + start.in;
@@ -62,18 +64,18 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
     for (; i + kLanes <= length; i += kLanes) {
       for (int64_t k = 0; k < kLanes; ++k) {
         const float value = x(i + k);
-        max_lanes[k] = value > max_lanes[k] ? value : max_lanes[k];
+        max_lanes[k] = std::max(max_lanes[k], value);
       }
     }
-    for (; i < length; ++i) max_lanes[0] = x(i) > max_lanes[0] ? x(i) : max_lanes[0];
+    for (; i < length; ++i) max_lanes[0] = std::max(max_lanes[0], x(i));
     float max = max_lanes[0];
-    for (int64_t k = 1; k < kLanes; ++k) max = max_lanes[k] > max ? max_lanes[k] : max;
+    for (int64_t k = 1; k < kLanes; ++k) max = std::max(max, max_lanes[k]);
     // sum(exp(x - max)): float lanes per block, the blocks in double. A float output
     // keeps each exponential, so the last pass only scales it; half precision would
     // round it twice, so there the last pass computes it again. In-place is safe: an
     // element is written only after it has been read for the last time.
     T* const target = out + start.out;
-    const int64_t out_stride = plan.out_axis_stride;
+    const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
     constexpr bool kKeepExponentials = std::is_same_v<T, float>;
     double sum = 0.0;
     for (int64_t block = 0; block < length; block += kBlock) {
@@ -107,8 +109,15 @@ oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
                       void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    T* const target = static_cast<T*>(out);
+    const T* const source = static_cast<const T*>(in);
+    const bool contiguous = plan.in_axis_stride == 1 && plan.out_axis_stride == 1;
     parallel_for_rows(plan.rows, plan.row_length, [&](int64_t begin, int64_t end) {
-      softmax_rows(plan, begin, end, static_cast<T*>(out), static_cast<const T*>(in));
+      if (contiguous) {
+        softmax_rows<T, true>(plan, begin, end, target, source);
+      } else {
+        softmax_rows<T, false>(plan, begin, end, target, source);
+      }
     });
     return OPRT_SUCCESS;
   });
