@@ -3,11 +3,12 @@
 // double), then each exp(x - max) / sum. Rows are split across the cores
 // (parallel_for) when there are enough of them. The loops are written to vectorise
 // (ops/<op>/cpu compiles with tools/cc's CPU_KERNEL_COPTS): independent lanes instead
-// of one running maximum or sum, and a branch-free exponential instead of libm's.
+// of one running maximum or sum, and a branch-free exponential instead of libm's,
+// computed once per element.
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <type_traits>
+#include <vector>
 
 #include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
@@ -53,6 +54,10 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
                   const T* in) {
   const int64_t length = plan.row_length;
   const int64_t in_stride = kContiguous ? 1 : plan.in_axis_stride;
+  // A row's exponentials, computed once: recomputing them in the last pass doubled
+  // the time, and keeping them in a half-precision output would round them twice.
+  std::vector<float> row_exponentials(static_cast<size_t>(length));
+  float* const exponentials = row_exponentials.data();
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     const T* const source = in + start.in;
@@ -70,13 +75,8 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
     for (; i < length; ++i) max_lanes[0] = std::max(max_lanes[0], x(i));
     float max = max_lanes[0];
     for (int64_t k = 1; k < kLanes; ++k) max = std::max(max, max_lanes[k]);
-    // sum(exp(x - max)): float lanes per block, the blocks in double. A float output
-    // keeps each exponential, so the last pass only scales it; half precision would
-    // round it twice, so there the last pass computes it again. In-place is safe: an
-    // element is written only after it has been read for the last time.
-    T* const target = out + start.out;
-    const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
-    constexpr bool kKeepExponentials = std::is_same_v<T, float>;
+    // sum(exp(x - max)): float lanes per block, the blocks in double. Each exponential
+    // is kept in `exponentials`, so the last pass only scales it.
     double sum = 0.0;
     for (int64_t block = 0; block < length; block += kBlock) {
       const int64_t end = std::min(length, block + kBlock);
@@ -84,23 +84,22 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
       int64_t j = block;
       for (; j + kLanes <= end; j += kLanes) {
         for (int64_t k = 0; k < kLanes; ++k) {
-          const float e = exp_nonpositive(x(j + k) - max);
-          if constexpr (kKeepExponentials) target[(j + k) * out_stride] = e;
-          lanes[k] += e;
+          exponentials[j + k] = exp_nonpositive(x(j + k) - max);
+          lanes[k] += exponentials[j + k];
         }
       }
       for (; j < end; ++j) {
-        const float e = exp_nonpositive(x(j) - max);
-        if constexpr (kKeepExponentials) target[j * out_stride] = e;
-        lanes[0] += e;
+        exponentials[j] = exp_nonpositive(x(j) - max);
+        lanes[0] += exponentials[j];
       }
       for (int64_t k = 0; k < kLanes; ++k) sum += lanes[k];
     }
     const float scale = static_cast<float>(1.0 / sum);
+    // In-place is safe: the input is no longer read.
+    T* const target = out + start.out;
+    const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
     for (int64_t j = 0; j < length; ++j) {
-      const float e = kKeepExponentials ? to_float(target[j * out_stride])
-                                        : exp_nonpositive(x(j) - max);
-      target[j * out_stride] = from_float<T>(e * scale);
+      target[j * out_stride] = from_float<T>(exponentials[j] * scale);
     }
   }
 }
