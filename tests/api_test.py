@@ -7,9 +7,11 @@ from __future__ import annotations
 import inspect
 import os
 import pydoc
+import re
 import subprocess
 import sys
 import timeit
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,6 +76,31 @@ def test_each_operator_gets_three_documented_functions(name):
 def test_unknown_keyword_is_a_type_error():
     with pytest.raises(TypeError, match="unexpected keyword argument 'axis'"):
         ort.softmax(torch.ones(3), axis=0)
+
+
+def test_abi_constants_come_from_api_h():
+    """api.h is the one source of the ABI's numbers: _C exports every enum constant and
+    OPRT_MAX_DIMS with api.h's value, and the Python layers take theirs from _C."""
+    # The header's place in the source tree, or in the GPU-runner bundle.
+    root = Path(__file__).parent.parent
+    header = next(path for path in (root / "runtime/include/operator_runtime/api.h",
+                                    root / "include/operator_runtime/api.h")
+                  if path.exists()).read_text()
+    constants = {name: int(value) for name, value in
+                 re.findall(r"^\s*(OPRT_[A-Z0-9_]+)\s*=\s*(\d+)\s*,", header, re.MULTILINE)}
+    constants.update((name, int(value)) for name, value in
+                     re.findall(r"^#define\s+(OPRT_MAX_DIMS)\s+(\d+)", header, re.MULTILINE))
+    assert len(constants) >= 16, f"api.h parsed to {sorted(constants)}"
+    exported = {name: getattr(_C, name, None) for name in constants}
+    assert exported == constants
+    assert {status.name: int(status) for status in ort.Status} == {
+        name.removeprefix("OPRT_ERR_").removeprefix("OPRT_"): value
+        for name, value in constants.items() if name.startswith(("OPRT_ERR_", "OPRT_SUCCESS"))
+    }
+    assert {kind.name: int(kind) for kind in Kind} == {
+        name.removeprefix("OPRT_KIND_"): value
+        for name, value in constants.items() if name.startswith("OPRT_KIND_")
+    }
 
 
 def test_status_strings():
