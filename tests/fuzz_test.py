@@ -29,20 +29,14 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import operator_runtime as ort
+from operator_runtime.errors import Status
+from operator_runtime.operator_table import Kind
 from operator_runtime_testing.c_abi import (
     BACKEND_CPU,
     BACKEND_METAX,
     BACKEND_NVIDIA,
     DTYPE_CODES,
-    INSUFFICIENT_WORKSPACE,
-    INVALID_ARG,
-    KIND_ELEMENTWISE,
-    KIND_NORMALIZATION,
-    KIND_REDUCTION,
     MAX_DIMS,
-    NOT_SUPPORTED,
-    SUCCESS,
-    UNSUPPORTED_DTYPE,
     TensorView,
     ViewPointer,
     load_library,
@@ -84,7 +78,7 @@ def expect_status(op: str, status: int, expected: int, pattern: str, what: str) 
 def expect_success(op: str, status: int, what: str) -> None:
     COUNTS[op]["valid"] += 1
     message = last_message()
-    assert status == SUCCESS, f"{what}: status {status} ({message!r})"
+    assert status == Status.SUCCESS, f"{what}: status {status} ({message!r})"
     assert message == "", f"{what}: message {message!r} left after a success"
 
 
@@ -211,7 +205,7 @@ class Problem:
         self.params: dict[str, float] = {}
         self.keepdim = False
         self.workspace_size = 0  # what the descriptor asked for, once created
-        if self.kind == KIND_ELEMENTWISE:
+        if self.kind == Kind.ELEMENTWISE:
             self._draw_elementwise(draw)
         else:
             self._draw_reduction(draw)
@@ -240,13 +234,13 @@ class Problem:
         dim = draw(st.integers(-ndim, ndim - 1))
         self.params["dim"] = float(dim)
         axis = dim % ndim
-        if self.kind == KIND_NORMALIZATION:
+        if self.kind == Kind.NORMALIZATION:
             out_shape = in_shape
         else:
             self.keepdim = draw(st.booleans())
             out_shape = in_shape[:axis] + ((1,) if self.keepdim else ()) + in_shape[axis + 1 :]
         self.out = Buffer(out_shape, draw(strides_for(out_shape, False)), self.dtype, self.generator)
-        self.in_place = self.kind == KIND_NORMALIZATION and draw(st.integers(0, 4)) == 0
+        self.in_place = self.kind == Kind.NORMALIZATION and draw(st.integers(0, 4)) == 0
         if self.in_place:
             self.inputs = [self.out]
         else:
@@ -259,7 +253,7 @@ class Problem:
         return {key: int(value) if key == "dim" else value for key, value in self.params.items()}
 
     def expected(self, inputs: list[torch.Tensor], out_shape, keepdim: bool) -> torch.Tensor:
-        extra = {"keepdim": keepdim} if self.kind == KIND_REDUCTION else {}
+        extra = {"keepdim": keepdim} if self.kind == Kind.REDUCTION else {}
         result = self.cases.OP.reference(*inputs, **self.reference_params(), **extra)
         return result.expand(out_shape)
 
@@ -340,7 +334,7 @@ def invalid_creates(draw, problem: Problem) -> None:
         status, desc = problem.create(
             base_out if out is VALID else out, base_inputs if inputs is VALID else inputs, **create_args
         )
-        if status == SUCCESS:  # never leak a descriptor, even when the check below fails
+        if status == Status.SUCCESS:  # never leak a descriptor, even when the check below fails
             problem.entry.destroy(desc)
         expect_status(op, status, expected_status, pattern, f"{op}: create with {what}")
         assert desc.value is None, f"{op}: failed create left a descriptor"
@@ -360,13 +354,13 @@ def invalid_creates(draw, problem: Problem) -> None:
     role_pattern = (r"\w+" if target == 0 else re.escape(role)) + " .*"
 
     bad_ndim = draw(st.sampled_from([-1, -(2**31), MAX_DIMS + 1, 100, 2**31 - 1]))
-    check(INVALID_ARG, f"{op}: {role_pattern}ndim {bad_ndim}", f"ndim {bad_ndim}",
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}ndim {bad_ndim}", f"ndim {bad_ndim}",
           **mutated(target, lambda v: setattr(v, "ndim", bad_ndim)))
 
     def negative_extent(v):
         v.ndim = max(v.ndim, 1)
         v.shape[draw(st.integers(0, v.ndim - 1))] = draw(st.integers(INT64_MIN, -1))
-    check(INVALID_ARG, f"{op}: {role_pattern}negative extent", "a negative extent",
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}negative extent", "a negative extent",
           **mutated(target, negative_extent))
 
     def overflowing_count(v):
@@ -374,7 +368,8 @@ def invalid_creates(draw, problem: Problem) -> None:
         for axis in range(v.ndim):
             v.shape[axis] = draw(st.integers(2**32, INT64_MAX))
             v.strides[axis] = draw(st.integers(-3, 3))
-    check(INVALID_ARG, f"{op}: {role_pattern}.*more elements than int64", "an element count past int64",
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}.*more elements than int64",
+          "an element count past int64",
           **mutated(target, overflowing_count))
 
     def overflowing_strides(v):
@@ -385,54 +380,55 @@ def invalid_creates(draw, problem: Problem) -> None:
         axis = draw(st.integers(0, v.ndim - 1))
         v.shape[axis] = draw(st.integers(2, 2**31))
         v.strides[axis] = draw(st.integers(2**62, INT64_MAX)) * draw(st.sampled_from([1, -1]))
-    check(INVALID_ARG, f"{op}: {role_pattern}.*offsets overflow int64", "strides overflowing offsets",
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}.*offsets overflow int64", "strides overflowing offsets",
           **mutated(target, overflowing_strides))
 
     def min_stride(v):
         v.ndim = max(v.ndim, 1)
         v.strides[draw(st.integers(0, v.ndim - 1))] = INT64_MIN
-    check(INVALID_ARG, f"{op}: {role_pattern}stride INT64_MIN", "stride INT64_MIN",
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}stride INT64_MIN", "stride INT64_MIN",
           **mutated(target, min_stride))
 
     bad_dtype = draw(st.one_of(st.integers(3, 2**31 - 1), st.integers(-(2**31), -1)))
-    check(UNSUPPORTED_DTYPE, f"{op}: {role_pattern}unknown dtype {bad_dtype}", f"dtype {bad_dtype}",
+    check(Status.UNSUPPORTED_DTYPE, f"{op}: {role_pattern}unknown dtype {bad_dtype}", f"dtype {bad_dtype}",
           **mutated(target, lambda v: setattr(v, "dtype", bad_dtype)))
 
     def null_data(v):
         for axis in range(v.ndim):
             v.shape[axis] = max(v.shape[axis], 1)
         v.data = None
-    check(INVALID_ARG, f"{op}: {role_pattern}data is null", "null data", **mutated(target, null_data))
+    check(Status.INVALID_ARG, f"{op}: {role_pattern}data is null", "null data", **mutated(target, null_data))
 
-    check(INVALID_ARG, f"{op}: desc is null", "a null desc pointer", desc_pointer=False)
-    check(INVALID_ARG, f"{op}: inputs is null", "a null inputs array", inputs=None)
+    check(Status.INVALID_ARG, f"{op}: desc is null", "a null desc pointer", desc_pointer=False)
+    check(Status.INVALID_ARG, f"{op}: inputs is null", "a null inputs array", inputs=None)
     null_views = [*problem.views()[1]]
     if target == 0:
-        check(INVALID_ARG, f"{op}: .*view is null", "a null out view", out=None)
+        check(Status.INVALID_ARG, f"{op}: .*view is null", "a null out view", out=None)
     else:
         null_views[target - 1] = None
-        check(INVALID_ARG, f"{op}: {role} view is null", f"a null {role} view", inputs=null_views)
+        check(Status.INVALID_ARG, f"{op}: {role} view is null", f"a null {role} view", inputs=null_views)
 
     if problem.num_inputs:
         index = draw(st.integers(0, problem.num_inputs - 1))
         other = draw(st.sampled_from([d for d in DTYPES if d != problem.dtype]))
         arguments = mutated(index + 1, lambda v: setattr(v, "dtype", DTYPE_CODES[other]))
-        check(UNSUPPORTED_DTYPE, f"{op}: .*dtype", "mismatched dtypes", **arguments)
+        check(Status.UNSUPPORTED_DTYPE, f"{op}: .*dtype", "mismatched dtypes", **arguments)
 
     check_shape_mismatch(draw, problem, check, mutated)
 
-    if problem.kind != KIND_ELEMENTWISE:
+    if problem.kind != Kind.ELEMENTWISE:
         ndim = len(problem.inputs[0].shape)
         dim = draw(st.one_of(st.integers(ndim, 2**31 - 1), st.integers(-(2**31), -ndim - 1)))
-        check(INVALID_ARG, f"{op}: axis {dim} out of range for ndim {ndim}", f"axis {dim}",
+        check(Status.INVALID_ARG, f"{op}: axis {dim} out of range for ndim {ndim}", f"axis {dim}",
               params=(ctypes.c_double * 1)(dim))
         dim = draw(st.sampled_from([0.5, -1.25, math.nan, math.inf, -math.inf, 2.0**40]))
-        check(INVALID_ARG, f"{op}: dim must be an integer", f"dim {dim}", params=(ctypes.c_double * 1)(dim))
+        check(Status.INVALID_ARG, f"{op}: dim must be an integer", f"dim {dim}",
+              params=(ctypes.c_double * 1)(dim))
 
     writes_twice = [axis for axis, extent in enumerate(problem.out.shape) if extent > 1]
     if writes_twice and problem.has_work():
         axis = draw(st.sampled_from(writes_twice))
-        check(INVALID_ARG, f"{op}: \\w+ .*(more than once|overlapping elements)", "out of stride 0",
+        check(Status.INVALID_ARG, f"{op}: \\w+ .*(more than once|overlapping elements)", "out of stride 0",
               **mutated(0, lambda v: v.strides.__setitem__(axis, 0)))
 
     out_lo, out_hi = span(problem.out.shape, problem.out.strides)
@@ -443,13 +439,13 @@ def invalid_creates(draw, problem: Problem) -> None:
             # The input's first element one past out's first: inside out's span, not aligned with it.
             in_lo, _ = span(source.shape, source.strides)
             shifted = problem.out.data + (out_lo + 1 - in_lo) * source.dtype.itemsize
-            check(INVALID_ARG, f"{op}: .*overlaps", "an input partially overlapping out",
+            check(Status.INVALID_ARG, f"{op}: .*overlaps", "an input partially overlapping out",
                   **mutated(index + 1, lambda v: setattr(v, "data", shifted)))
 
 
 def check_shape_mismatch(draw, problem: Problem, check, mutated) -> None:
     op = problem.name
-    if problem.kind == KIND_ELEMENTWISE:
+    if problem.kind == Kind.ELEMENTWISE:
         index = draw(st.integers(0, problem.num_inputs - 1))
         out_ndim = len(problem.out.shape)
 
@@ -460,7 +456,7 @@ def check_shape_mismatch(draw, problem: Problem, check, mutated) -> None:
                 v.ndim = max(v.ndim, 1)
                 axis = draw(st.integers(0, v.ndim - 1))
                 v.shape[axis] = problem.out.shape[out_ndim - v.ndim + axis] + 2
-        check(INVALID_ARG, f"{op}: {problem.input_names[index]} .*(more dims|does not broadcast)",
+        check(Status.INVALID_ARG, f"{op}: {problem.input_names[index]} .*(more dims|does not broadcast)",
               "an input that does not broadcast", **mutated(index + 1, wrong_input))
         return
 
@@ -469,7 +465,8 @@ def check_shape_mismatch(draw, problem: Problem, check, mutated) -> None:
             v.ndim, v.shape[0], v.strides[0] = 1, 5, 1
         else:
             v.shape[draw(st.integers(0, v.ndim - 1))] += 1
-    check(INVALID_ARG, f"{op}: out shape .* must", "an out of the wrong shape", **mutated(0, wrong_out))
+    check(Status.INVALID_ARG, f"{op}: out shape .* must", "an out of the wrong shape",
+          **mutated(0, wrong_out))
 
 
 def invalid_executes(draw, problem: Problem, desc) -> None:
@@ -479,24 +476,24 @@ def invalid_executes(draw, problem: Problem, desc) -> None:
     inputs = [buffer.data for buffer in problem.inputs]
     in_count = math.prod(problem.inputs[0].shape) if problem.inputs else 0
     if problem.has_work():
-        expect_status(op, problem.execute(desc, None, inputs), INVALID_ARG, f"{op}: .*is null",
+        expect_status(op, problem.execute(desc, None, inputs), Status.INVALID_ARG, f"{op}: .*is null",
                       f"{op}: execute with a null out")
         if in_count:
             index = draw(st.integers(0, problem.num_inputs - 1))
             nulled = list(inputs)
             nulled[index] = None
-            expect_status(op, problem.execute(desc, problem.out.data, nulled), INVALID_ARG,
+            expect_status(op, problem.execute(desc, problem.out.data, nulled), Status.INVALID_ARG,
                           f"{op}: .*is null", f"{op}: execute with a null input")
-        if problem.kind == KIND_ELEMENTWISE:
-            expect_status(op, problem.execute(desc, problem.out.data, None), INVALID_ARG,
+        if problem.kind == Kind.ELEMENTWISE:
+            expect_status(op, problem.execute(desc, problem.out.data, None), Status.INVALID_ARG,
                           f"{op}: inputs is null", f"{op}: execute with a null inputs array")
         if problem.workspace_size:
             short = draw(st.integers(0, problem.workspace_size - 1))
             workspace = torch.empty(problem.workspace_size + 16, dtype=torch.uint8)
             status = problem.execute(desc, problem.out.data, inputs, workspace.data_ptr(), short)
-            expect_status(op, status, INSUFFICIENT_WORKSPACE, f"{op}: workspace of {short} bytes",
+            expect_status(op, status, Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {short} bytes",
                           f"{op}: execute with a {short}-byte workspace")
-    expect_status(op, entry.get_workspace_size(desc, None), INVALID_ARG, f"{op}: bytes is null",
+    expect_status(op, entry.get_workspace_size(desc, None), Status.INVALID_ARG, f"{op}: bytes is null",
                   f"{op}: workspace size into null")
 
     # Descriptors that are not live ones of this operator.
@@ -513,12 +510,12 @@ def invalid_executes(draw, problem: Problem, desc) -> None:
     pattern = f"{op}: descriptor is null, destroyed or not a {op} descriptor"
     size = ctypes.c_size_t()
     for what, pointer in dead.items():
-        expect_status(op, problem.execute(pointer, problem.out.data, inputs), INVALID_ARG, pattern,
+        expect_status(op, problem.execute(pointer, problem.out.data, inputs), Status.INVALID_ARG, pattern,
                       f"{op}: execute on {what}")
-        expect_status(op, entry.get_workspace_size(pointer, ctypes.byref(size)), INVALID_ARG, pattern,
+        expect_status(op, entry.get_workspace_size(pointer, ctypes.byref(size)), Status.INVALID_ARG, pattern,
                       f"{op}: workspace size of {what}")
-        expect_status(op, entry.destroy(pointer), INVALID_ARG, pattern, f"{op}: destroy of {what}")
-    assert LIB.oprt_find_operator(other.encode()).contents.destroy(other_problem) == SUCCESS
+        expect_status(op, entry.destroy(pointer), Status.INVALID_ARG, pattern, f"{op}: destroy of {what}")
+    assert LIB.oprt_find_operator(other.encode()).contents.destroy(other_problem) == Status.SUCCESS
 
 
 def other_descriptor(name: str) -> ctypes.c_void_p:
@@ -526,28 +523,30 @@ def other_descriptor(name: str) -> ctypes.c_void_p:
     entry = LIB.oprt_find_operator(name.encode()).contents
     source, result = torch.zeros(4), torch.zeros(4)
     in_view = make_view(source.data_ptr(), torch.float32, (4,), (1,))
-    out_shape = () if entry.kind == KIND_REDUCTION else (4,)
+    out_shape = () if entry.kind == Kind.REDUCTION else (4,)
     out_view = make_view(result.data_ptr(), torch.float32, out_shape, (1,) * len(out_shape))
     inputs = (ViewPointer * entry.num_inputs)(*[ctypes.pointer(in_view)] * entry.num_inputs)
     desc = ctypes.c_void_p()
     status = entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None)
-    assert status == SUCCESS, last_message()
+    assert status == Status.SUCCESS, last_message()
     return desc
 
 
 def invalid_backends(draw, problem: Problem) -> None:
     op = problem.name
     bad = draw(st.one_of(st.integers(4, 2**31 - 1), st.integers(-(2**31), -1)))
-    expect_status(op, LIB.oprt_set_backend(bad), INVALID_ARG, f"set_backend: unknown backend {bad}",
+    expect_status(op, LIB.oprt_set_backend(bad), Status.INVALID_ARG, f"set_backend: unknown backend {bad}",
                   f"set_backend({bad})")
     out, inputs = problem.views()
     status, _ = problem.create(out, inputs, backend=bad)
-    expect_status(op, status, INVALID_ARG, f"{op}: unknown backend {bad}", f"{op}: create on backend {bad}")
+    expect_status(op, status, Status.INVALID_ARG, f"{op}: unknown backend {bad}",
+                  f"{op}: create on backend {bad}")
     gpu = draw(st.sampled_from([BACKEND_NVIDIA, BACKEND_METAX]))
     if LIB.oprt_backend_available(gpu):
         return
     status, _ = problem.create(out, inputs, backend=gpu)
-    expect_status(op, status, NOT_SUPPORTED, f"{op}: .*(nvidia|metax)", f"{op}: create on backend {gpu}")
+    expect_status(op, status, Status.NOT_SUPPORTED, f"{op}: .*(nvidia|metax)",
+                  f"{op}: create on backend {gpu}")
 
 
 # -------------------------------------------------------- the Python checks
@@ -564,7 +563,7 @@ def python_calls(problem: Problem) -> None:
     inputs = [buffer.as_torch() for buffer in problem.inputs]
     values = [tensor.clone() for tensor in inputs]
     function = getattr(ort, op)
-    extra = {"keepdim": problem.keepdim} if problem.kind == KIND_REDUCTION else {}
+    extra = {"keepdim": problem.keepdim} if problem.kind == Kind.REDUCTION else {}
     result = function(*inputs, **params, **extra, backend="cpu")
     COUNTS[op]["valid"] += 1
     problem.assert_close(result, problem.expected(values, result.shape, problem.keepdim), f"{op}()")
@@ -590,7 +589,7 @@ def python_calls(problem: Problem) -> None:
         getattr(ort, op + "_")(wrong_out, *values, **params, backend="cpu")
     assert raised.value.message
     COUNTS[op]["invalid"] += 1
-    if problem.kind != KIND_ELEMENTWISE:
+    if problem.kind != Kind.ELEMENTWISE:
         ndim = len(problem.inputs[0].shape)
         with pytest.raises(ort.InvalidArgumentError, match=f"{op}: axis {ndim} out of range for ndim {ndim}"):
             function(*values, dim=ndim, backend="cpu")
@@ -611,7 +610,7 @@ def fuzz_one(draw, name: str) -> None:
 @pytest.mark.parametrize("name", OPERATOR_NAMES)
 @pytest.mark.parametrize("fuzz_seed", [FIXED_SEED, ROTATING_SEED], ids=["fixed", "rotating"])
 def test_fuzz(name, fuzz_seed):
-    assert LIB.oprt_set_backend(BACKEND_CPU) == SUCCESS
+    assert LIB.oprt_set_backend(BACKEND_CPU) == Status.SUCCESS
     before = COUNTS[name].copy()
 
     @seed(fuzz_seed)

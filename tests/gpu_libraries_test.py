@@ -13,66 +13,46 @@ import ctypes
 import sys
 
 import pytest
+import torch
 
-from operator_runtime_testing.libraries import runtime_library
+from operator_runtime.errors import Status
+from operator_runtime_testing.c_abi import BACKEND_METAX, BACKEND_NVIDIA, load_library, make_view
 
-NVIDIA, METAX = 1, 2
-NOT_SUPPORTED = 5
-_NAMES = {NVIDIA: "nvidia", METAX: "metax"}
-
-
-class View(ctypes.Structure):
-    """oprt_tensor_view_t (runtime/include/operator_runtime/api.h)."""
-
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("dtype", ctypes.c_int),
-        ("ndim", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * 8),
-        ("strides", ctypes.c_int64 * 8),
-    ]
-
-
-def _load(name: str) -> ctypes.CDLL:
-    lib = ctypes.CDLL(runtime_library(name))
-    lib.oprt_last_error_message.restype = ctypes.c_char_p
-    lib.oprt_set_backend.argtypes = [ctypes.c_int]
-    return lib
+_NAMES = {BACKEND_NVIDIA: "nvidia", BACKEND_METAX: "metax"}
 
 
 def _create_copy(lib: ctypes.CDLL, backend: int) -> tuple[int, str]:
     """Status and message of creating a 4-element f32 copy descriptor on backend."""
     data = (ctypes.c_float * 4)()
-    view = View(ctypes.cast(data, ctypes.c_void_p), 1, 1, (ctypes.c_int64 * 8)(4),
-                (ctypes.c_int64 * 8)(1))
-    assert lib.oprt_set_backend(backend) == 0
+    view = make_view(ctypes.addressof(data), torch.float32, (4,), (1,))
+    assert lib.oprt_set_backend(backend) == Status.SUCCESS
     desc = ctypes.c_void_p()
     status = lib.oprt_create_copy_descriptor(ctypes.byref(desc), ctypes.byref(view),
                                              ctypes.byref(view))
-    if status == 0:
-        assert lib.oprt_destroy_copy_descriptor(desc) == 0
+    if status == Status.SUCCESS:
+        assert lib.oprt_destroy_copy_descriptor(desc) == Status.SUCCESS
     return status, lib.oprt_last_error_message().decode()
 
 
 @pytest.mark.parametrize(
     "library, linked, absent",
     [
-        ("liboperator_runtime.so", NVIDIA, METAX),
-        ("liboperator_runtime_metax_compat.so", METAX, NVIDIA),
+        ("liboperator_runtime.so", BACKEND_NVIDIA, BACKEND_METAX),
+        ("liboperator_runtime_metax_compat.so", BACKEND_METAX, BACKEND_NVIDIA),
     ],
 )
 def test_library_links_exactly_its_gpu_backend(library, linked, absent):
-    lib = _load(library)
+    lib = load_library(library)
     assert lib.oprt_operator_count() == 5
     assert _create_copy(lib, absent) == (
-        NOT_SUPPORTED,
+        Status.NOT_SUPPORTED,
         f"copy: backend {_NAMES[absent]} is not built into this library",
     )
     status, message = _create_copy(lib, linked)
     if lib.oprt_backend_available(linked):
-        assert (status, message) == (0, "")
+        assert (status, message) == (Status.SUCCESS, "")
     else:
-        assert (status, message) == (NOT_SUPPORTED, f"copy: backend {_NAMES[linked]} has no device")
+        assert (status, message) == (Status.NOT_SUPPORTED, f"copy: backend {_NAMES[linked]} has no device")
 
 
 if __name__ == "__main__":

@@ -27,10 +27,9 @@ import torch
 
 import operator_runtime as ort
 from operator_runtime import _C
+from operator_runtime.errors import Status
 from operator_runtime_testing.c_abi import (
     BACKEND_CPU,
-    INVALID_ARG,
-    SUCCESS,
     ViewPointer,
     load_library,
     make_view,
@@ -180,7 +179,8 @@ def _create_relu(n: int, source: torch.Tensor, result: torch.Tensor) -> ctypes.c
     out_view = make_view(result.data_ptr(), torch.float32, (n,), (1,))
     inputs = (ViewPointer * 1)(ctypes.pointer(in_view))
     desc = ctypes.c_void_p()
-    assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None) == SUCCESS
+    created = entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None)
+    assert created == Status.SUCCESS
     return desc
 
 
@@ -192,15 +192,15 @@ def test_stale_handles_stay_dead_when_memory_is_reused():
     for _ in range(500):
         stale = _create_relu(1 << 16, big_in, big_out)
         seen.add(stale.value)
-        assert entry.destroy(stale) == SUCCESS
+        assert entry.destroy(stale) == Status.SUCCESS
         live = _create_relu(4, small_in, small_out)
         inputs = (ctypes.c_void_p * 1)(big_in.data_ptr())
         # The stale handle of the big problem must not run the new small descriptor.
-        assert entry.execute(stale, None, 0, big_out.data_ptr(), inputs, None) == INVALID_ARG
-        assert entry.destroy(stale) == INVALID_ARG
+        assert entry.execute(stale, None, 0, big_out.data_ptr(), inputs, None) == Status.INVALID_ARG
+        assert entry.destroy(stale) == Status.INVALID_ARG
         ok_inputs = (ctypes.c_void_p * 1)(small_in.data_ptr())
-        assert entry.execute(live, None, 0, small_out.data_ptr(), ok_inputs, None) == SUCCESS
-        assert entry.destroy(live) == SUCCESS
+        assert entry.execute(live, None, 0, small_out.data_ptr(), ok_inputs, None) == Status.SUCCESS
+        assert entry.destroy(live) == Status.SUCCESS
     torch.testing.assert_close(small_out, torch.relu(small_in))
     assert len(seen) == 500, "handles repeat"
 
@@ -208,8 +208,8 @@ def test_stale_handles_stay_dead_when_memory_is_reused():
 def test_a_foreign_pointer_is_not_a_descriptor():
     entry = LIB.oprt_find_operator(b"copy").contents
     bogus = ctypes.c_void_p(ctypes.addressof(ctypes.create_string_buffer(64)))
-    assert entry.destroy(bogus) == INVALID_ARG
-    assert entry.execute(ctypes.c_void_p(0xDEAD00000001), None, 0, None, None, None) == INVALID_ARG
+    assert entry.destroy(bogus) == Status.INVALID_ARG
+    assert entry.execute(ctypes.c_void_p(0xDEAD00000001), None, 0, None, None, None) == Status.INVALID_ARG
 
 
 def test_empty_views_with_huge_strides_create_and_run():
@@ -219,18 +219,19 @@ def test_empty_views_with_huge_strides_create_and_run():
     view = make_view(buffer.data_ptr(), torch.float32, (0, huge, huge), (huge, huge, -huge + 1))
     inputs = (ViewPointer * 2)(ctypes.pointer(view), ctypes.pointer(view))
     desc = ctypes.c_void_p()
-    assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(view), inputs, None) == SUCCESS
+    assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(view), inputs, None) == Status.SUCCESS
     pointers = (ctypes.c_void_p * 2)(buffer.data_ptr(), buffer.data_ptr())
-    assert entry.execute(desc, None, 0, buffer.data_ptr(), pointers, None) == SUCCESS
-    assert entry.destroy(desc) == SUCCESS
+    assert entry.execute(desc, None, 0, buffer.data_ptr(), pointers, None) == Status.SUCCESS
+    assert entry.destroy(desc) == Status.SUCCESS
     for name in (b"reduce_sum", b"softmax"):
         entry = LIB.oprt_find_operator(name).contents
         out_view = make_view(buffer.data_ptr(), torch.float32,
                              (0, huge) if name == b"reduce_sum" else (0, huge, huge),
                              (huge, huge) if name == b"reduce_sum" else (huge, huge, -huge + 1))
         inputs = (ViewPointer * 1)(ctypes.pointer(view))
-        assert entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None) == SUCCESS
-        assert entry.destroy(desc) == SUCCESS
+        created = entry.create(ctypes.byref(desc), BACKEND_CPU, ctypes.pointer(out_view), inputs, None)
+        assert created == Status.SUCCESS
+        assert entry.destroy(desc) == Status.SUCCESS
 
 
 def test_a_binding_object_made_without_its_constructor():

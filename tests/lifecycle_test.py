@@ -23,10 +23,10 @@ import time
 
 import torch
 
+from operator_runtime.errors import Status
+from operator_runtime.operator_table import Kind
 from operator_runtime_testing.c_abi import (
     BACKEND_CODES,
-    KIND_REDUCTION,
-    SUCCESS,
     ViewPointer,
     load_library,
     make_view,
@@ -65,7 +65,7 @@ class Problem:
         self.op = LIB.oprt_find_operator(name.encode()).contents
         self.backend = BACKEND_CODES[backend]
         device = "cpu" if backend == "cpu" else "cuda"
-        out_shape = SHAPE[:-1] if self.op.kind == KIND_REDUCTION else SHAPE
+        out_shape = SHAPE[:-1] if self.op.kind == Kind.REDUCTION else SHAPE
         self.tensors = [torch.ones(out_shape, device=device)]
         self.tensors += [torch.ones(SHAPE, device=device) for _ in range(self.op.num_inputs)]
         views = [make_view(t.data_ptr(), t.dtype, t.shape, t.stride()) for t in self.tensors]
@@ -80,7 +80,7 @@ class Problem:
         self.stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
 
     def check(self, status: int, what: str) -> None:
-        if status != SUCCESS:
+        if status != Status.SUCCESS:
             message = LIB.oprt_last_error_message().decode()
             raise AssertionError(f"{self.op.name.decode()}: {what} failed ({status}): {message}")
 

@@ -12,22 +12,15 @@ import torch
 
 from operator_runtime import _C
 from operator_runtime._internal.tensors import DTYPE_CODES
+from operator_runtime.backends import NATIVE_BACKEND_CODES as BACKEND_CODES
 from operator_runtime_testing.libraries import runtime_library
 
-# The ABI's constants as _C exports them from api.h (tests/api_test.py checks that it
-# exports every one, with api.h's value).
+# The ABI's numbers come from api.h through _C (tests/api_test.py checks that _C exports
+# each with api.h's value); statuses are operator_runtime.errors.Status, operator kinds
+# operator_runtime.operator_table.Kind.
 MAX_DIMS = _C.OPRT_MAX_DIMS
-SUCCESS = _C.OPRT_SUCCESS
-INVALID_ARG = _C.OPRT_ERR_INVALID_ARG
-UNSUPPORTED_DTYPE = _C.OPRT_ERR_UNSUPPORTED_DTYPE
-RUNTIME = _C.OPRT_ERR_RUNTIME
-INSUFFICIENT_WORKSPACE = _C.OPRT_ERR_INSUFFICIENT_WORKSPACE
-NOT_SUPPORTED = _C.OPRT_ERR_NOT_SUPPORTED
 BACKEND_NVIDIA, BACKEND_METAX, BACKEND_CPU = (
-    _C.OPRT_BACKEND_NVIDIA, _C.OPRT_BACKEND_METAX, _C.OPRT_BACKEND_CPU)
-BACKEND_CODES = {"nvidia": BACKEND_NVIDIA, "metax": BACKEND_METAX, "cpu": BACKEND_CPU}
-KIND_ELEMENTWISE, KIND_REDUCTION, KIND_NORMALIZATION = (
-    _C.OPRT_KIND_ELEMENTWISE, _C.OPRT_KIND_REDUCTION, _C.OPRT_KIND_NORMALIZATION)
+    BACKEND_CODES["nvidia"], BACKEND_CODES["metax"], BACKEND_CODES["cpu"])
 
 
 class TensorView(ctypes.Structure):
@@ -41,7 +34,7 @@ class TensorView(ctypes.Structure):
 
 
 ViewPointer = ctypes.POINTER(TensorView)
-Status = ctypes.c_int
+CStatus = ctypes.c_int  # oprt_status_t as a ctypes return type
 
 
 class Operator(ctypes.Structure):
@@ -54,19 +47,20 @@ class Operator(ctypes.Structure):
         ("param_names", ctypes.POINTER(ctypes.c_char_p)),
         ("param_defaults", ctypes.POINTER(ctypes.c_double)),
         ("create", ctypes.CFUNCTYPE(
-            Status, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ViewPointer,
+            CStatus, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ViewPointer,
             ctypes.POINTER(ViewPointer), ctypes.POINTER(ctypes.c_double))),
         ("get_workspace_size", ctypes.CFUNCTYPE(
-            Status, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t))),
+            CStatus, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t))),
         ("execute", ctypes.CFUNCTYPE(
-            Status, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+            CStatus, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)),
-        ("destroy", ctypes.CFUNCTYPE(Status, ctypes.c_void_p)),
+        ("destroy", ctypes.CFUNCTYPE(CStatus, ctypes.c_void_p)),
     ]
 
 
-def load_library() -> ctypes.CDLL:
-    lib = ctypes.CDLL(runtime_library("liboperator_runtime.so"))
+def load_library(name: str = "liboperator_runtime.so") -> ctypes.CDLL:
+    """One of the C libraries (`name`, liboperator_runtime.so by default), typed for ctypes."""
+    lib = ctypes.CDLL(runtime_library(name))
     lib.oprt_last_error_message.restype = ctypes.c_char_p
     lib.oprt_find_operator.restype = ctypes.POINTER(Operator)
     lib.oprt_find_operator.argtypes = [ctypes.c_char_p]
