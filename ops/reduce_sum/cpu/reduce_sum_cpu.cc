@@ -1,6 +1,6 @@
 // reduce_sum's cpu backend: the readable reference, with a double accumulator
-// per row. Rows of stride 1 are summed one at a time, each in blocks of float lanes
-// that vectorise. Along any other axis the
+// per row. Rows of stride 1 are summed one at a time, in float lanes that vectorise
+// (sum_in_lanes, reduction_cpu.h). Along any other axis the
 // rows that are neighbours in memory (the input's contiguous innermost
 // dimension) are summed side by side, a block of them per step along the axis,
 // so every step reads consecutive memory. Work is split across the cores
@@ -9,6 +9,7 @@
 
 #include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
+#include "runtime/reduction/reduction_cpu.h"
 
 namespace oprt {
 namespace cpu {
@@ -17,30 +18,6 @@ namespace {
 // Neighbouring rows summed side by side along a strided axis.
 constexpr int64_t kColumnBlock = 256;
 
-// Independent float sums a row of stride 1 is dealt across (element i to lane i %
-// kLanes), so the loop vectorises; every kBlock elements the lanes go into the row's
-// double total. Each float lane adds at most kBlock / kLanes values, so the error
-// stays that of a double accumulator for practical purposes (the case tables' f32
-// tolerance is n * eps).
-constexpr int64_t kLanes = 16;
-constexpr int64_t kBlock = 4096;
-
-template <class T>
-double sum_contiguous(const T* row, int64_t length) {
-  double total = 0.0;
-  for (int64_t block = 0; block < length; block += kBlock) {
-    const int64_t end = std::min(length, block + kBlock);
-    float lanes[kLanes] = {};
-    int64_t i = block;
-    for (; i + kLanes <= end; i += kLanes) {
-      for (int64_t k = 0; k < kLanes; ++k) lanes[k] += to_float(row[i + k]);
-    }
-    for (; i < end; ++i) lanes[0] += to_float(row[i]);
-    for (int64_t k = 0; k < kLanes; ++k) total += lanes[k];
-  }
-  return total;
-}
-
 template <class T>
 void sum_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
               const T* in) {
@@ -48,7 +25,8 @@ void sum_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* 
     const RowStart start = row_start(plan.row_offsets, row);
     double sum = 0.0;
     if (plan.in_axis_stride == 1) {
-      sum = sum_contiguous(in + start.in, plan.row_length);
+      const T* const row_in = in + start.in;
+      sum = sum_in_lanes(plan.row_length, [&](int64_t i) { return to_float(row_in[i]); });
     } else {
       for (int64_t i = 0; i < plan.row_length; ++i) {
         sum += to_float(in[start.in + i * plan.in_axis_stride]);

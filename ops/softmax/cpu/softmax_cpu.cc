@@ -3,24 +3,19 @@
 // double), then each exp(x - max) / sum. Rows are split across the cores
 // (parallel_for) when there are enough of them. The loops are written to vectorise
 // (ops/<op>/cpu compiles with tools/cc's CPU_KERNEL_COPTS): independent lanes instead
-// of one running maximum or sum, and a branch-free exponential instead of libm's,
-// computed once per element.
-#include <algorithm>
+// of one running maximum or sum (reduction_cpu.h), and a branch-free exponential
+// instead of libm's, computed once per element.
 #include <cstring>
-#include <limits>
-#include <vector>
+#include <memory>
+#include <new>
 
 #include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
+#include "runtime/reduction/reduction_cpu.h"
 
 namespace oprt {
 namespace cpu {
 namespace {
-
-// Independent partial results a row is dealt across (element i to lane i % kLanes),
-// and the elements whose float lanes are summed before they join the double total.
-constexpr int64_t kLanes = 16;
-constexpr int64_t kBlock = 4096;
 
 // e^x for softmax's arguments x - max: x <= 0, -inf or NaN. Branch-free, so loops
 // over it vectorise (std::exp is a libm call per element): x = k ln 2 + r with
@@ -54,52 +49,33 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
                   const T* in) {
   const int64_t length = plan.row_length;
   const int64_t in_stride = kContiguous ? 1 : plan.in_axis_stride;
+  const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
   // A row's exponentials, computed once: recomputing them in the last pass doubled
   // the time, and keeping them in a half-precision output would round them twice.
-  std::vector<float> row_exponentials(static_cast<size_t>(length));
-  float* const exponentials = row_exponentials.data();
+  // Where the buffer cannot be had, the last pass computes them again (an exception
+  // must not leave a cpu thread).
+  const std::unique_ptr<float[]> exponentials(new (std::nothrow) float[length]);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     const T* const source = in + start.in;
     auto x = [&](int64_t i) -> float { return to_float(source[i * in_stride]); };
-    // The maximum, lane by lane (a NaN is skipped here and spreads through the sum).
-    float max_lanes[kLanes];
-    std::fill(max_lanes, max_lanes + kLanes, -std::numeric_limits<float>::infinity());
-    int64_t i = 0;
-    for (; i + kLanes <= length; i += kLanes) {
-      for (int64_t k = 0; k < kLanes; ++k) {
-        const float value = x(i + k);
-        max_lanes[k] = std::max(max_lanes[k], value);
-      }
-    }
-    for (; i < length; ++i) max_lanes[0] = std::max(max_lanes[0], x(i));
-    float max = max_lanes[0];
-    for (int64_t k = 1; k < kLanes; ++k) max = std::max(max, max_lanes[k]);
-    // sum(exp(x - max)): float lanes per block, the blocks in double. Each exponential
-    // is kept in `exponentials`, so the last pass only scales it.
-    double sum = 0.0;
-    for (int64_t block = 0; block < length; block += kBlock) {
-      const int64_t end = std::min(length, block + kBlock);
-      float lanes[kLanes] = {};
-      int64_t j = block;
-      for (; j + kLanes <= end; j += kLanes) {
-        for (int64_t k = 0; k < kLanes; ++k) {
-          exponentials[j + k] = exp_nonpositive(x(j + k) - max);
-          lanes[k] += exponentials[j + k];
-        }
-      }
-      for (; j < end; ++j) {
-        exponentials[j] = exp_nonpositive(x(j) - max);
-        lanes[0] += exponentials[j];
-      }
-      for (int64_t k = 0; k < kLanes; ++k) sum += lanes[k];
-    }
-    const float scale = static_cast<float>(1.0 / sum);
-    // In-place is safe: the input is no longer read.
+    // A NaN is skipped by the maximum and spreads through the sum.
+    const float max = max_in_lanes(length, x);
+    auto exponential = [&](int64_t i) { return exp_nonpositive(x(i) - max); };
     T* const target = out + start.out;
-    const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
-    for (int64_t j = 0; j < length; ++j) {
-      target[j * out_stride] = from_float<T>(exponentials[j] * scale);
+    // In-place is safe: the last pass reads each element of in before writing it.
+    const auto normalize = [&](double sum, auto exponential_at) {
+      const float scale = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < length; ++j) {
+        target[j * out_stride] = from_float<T>(exponential_at(j) * scale);
+      }
+    };
+    if (exponentials != nullptr) {
+      float* const kept = exponentials.get();
+      normalize(sum_in_lanes(length, [&](int64_t i) { return kept[i] = exponential(i); }),
+                [&](int64_t j) { return kept[j]; });
+    } else {
+      normalize(sum_in_lanes(length, exponential), exponential);
     }
   }
 }
