@@ -206,11 +206,16 @@ bool rows_start_on_vectors(const ReductionPlan& plan, const void* in, size_t vec
   return true;
 }
 
+bool rows_are_neighbours(const ReductionPlan& plan) {
+  return plan.in_axis_stride != 1 && plan.row_offsets.ndim > 0 &&
+         plan.row_offsets.in_strides[0] == 1;
+}
+
 bool columns_are_vector_aligned(const ReductionPlan& plan, const void* in, size_t vector_bytes) {
   const int64_t vector_elements =
       static_cast<int64_t>(vector_bytes / oprt_dtype_size(plan.dtype));
   const RowOffsets& offsets = plan.row_offsets;
-  if (offsets.ndim == 0 || offsets.in_strides[0] != 1) return false;
+  if (!rows_are_neighbours(plan)) return false;
   if (offsets.sizes[0] % vector_elements != 0) return false;
   if (plan.in_axis_stride % vector_elements != 0) return false;
   if (reinterpret_cast<uintptr_t>(in) % vector_bytes != 0) return false;

@@ -80,6 +80,12 @@ bool rows_take_vectors(const ReductionPlan& plan, const void* out, const void* i
 // True when every row of in starts on a `vector_bytes` boundary.
 bool rows_start_on_vectors(const ReductionPlan& plan, const void* in, size_t vector_bytes);
 
+// True when the axis is not the stride-1 one but the rows' innermost dimension is
+// (a leading or middle axis of a contiguous input): neighbouring rows are then
+// neighbours in memory, and backends walk the axis for several of them at once,
+// a line of sizes[0] rows at a time.
+bool rows_are_neighbours(const ReductionPlan& plan);
+
 // True when the rows are the innermost input dimension (stride 1) and every
 // `vector_bytes` group of neighbouring rows lies in one aligned vector at every
 // position along the axis, so a kernel may load several rows' elements at once.

@@ -53,13 +53,6 @@ void sum_neighbour_rows(const ReductionPlan& plan, int64_t first, int64_t count,
   }
 }
 
-// Whether the rows' innermost dimension is contiguous in the input, so that
-// neighbouring rows can be summed side by side.
-bool rows_are_neighbours(const ReductionPlan& plan) {
-  return plan.in_axis_stride != 1 && plan.row_offsets.ndim > 0 &&
-         plan.row_offsets.in_strides[0] == 1;
-}
-
 oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out, const void* in,
                       void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {

@@ -177,7 +177,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
     };
     if (columns_are_vector_aligned(plan, in, kVectorBytes)) {
       launch_columns(std::integral_constant<int, kWide<T>>{}, std::true_type{});
-    } else if (plan.row_offsets.ndim > 0 && plan.row_offsets.in_strides[0] == 1) {
+    } else if (rows_are_neighbours(plan)) {
       launch_columns(std::integral_constant<int, kWide<T>>{}, std::false_type{});
     } else {
       launch_columns(std::integral_constant<int, 1>{}, std::true_type{});
