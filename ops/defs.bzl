@@ -7,9 +7,9 @@ BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
-load("//tools/cc:defs.bzl", "CPU_KERNEL_COPTS", "CXX_STANDARD_COPTS")
 load("@rules_python//python:defs.bzl", "py_library", "py_test")
 load("//ops:tilelang.bzl", "oprt_tilelang")
+load("//tools/cc:defs.bzl", "CPU_KERNEL_COPTS", "CXX_STANDARD_COPTS")
 load("//tools/cuda:defs.bzl", "cuda_library")
 load(":metax.bzl", "metax_operator")
 
