@@ -4,7 +4,8 @@
 
 In a scratch copy of the workspace (the files `git ls-files` lists, tracked or untracked but
 not ignored, as they are in the working tree) it runs `tools/bazel run //tools:new_op` for one
-operator of each kind, then requires that:
+operator of each kind and one elementwise operator with named inputs and a parameter, then
+requires that:
 
 - `tools/bazel build //ops/<op>/... --config=cpu` succeeds with no compiler warning in the
   generated files (with --nvidia, its front end, cpu and nvidia libraries also build under
@@ -32,15 +33,22 @@ import tempfile
 import time
 from pathlib import Path
 
-# The scratch operators: one per kind, with the message each one's cpu test must show.
+# The scratch operators: one per kind and one with named inputs and a parameter (its
+# front end builds the functor from the op table), with new_op's arguments and the
+# message each one's cpu test must show.
 SCRATCH_OPERATORS = {
     "scratch_elementwise": (
-        "elementwise",
+        ["--kind=elementwise"],
         "scratch_elementwise: not implemented: ops/scratch_elementwise/"
         "scratch_elementwise_functor.h still sets kNotImplemented",
     ),
+    "scratch_parameter": (
+        ["--kind=elementwise", "--inputs=dy,x", "--params=negative_slope=0.0"],
+        "scratch_parameter: not implemented: ops/scratch_parameter/"
+        "scratch_parameter_functor.h still sets kNotImplemented",
+    ),
     "scratch_reduction": (
-        "reduction",
+        ["--kind=reduction"],
         "scratch_reduction: not implemented: write its cpu kernel in "
         "ops/scratch_reduction/cpu/scratch_reduction_cpu.cc",
     ),
@@ -121,8 +129,8 @@ def check_no_warnings(output: str, operators: list[str]) -> None:
 def check_in(workspace: Path, base: Path, overrides: list[str], nvidia: bool) -> None:
     bazel = [str(workspace / "tools" / "bazel"), f"--output_base={base}"]
     cpu_flags = ["--config=cpu", "--config=disk", *overrides]
-    for op, (kind, _) in SCRATCH_OPERATORS.items():
-        run([*bazel, "run", "//tools:new_op", *cpu_flags, "--", f"--name={op}", f"--kind={kind}"], workspace)
+    for op, (arguments, _) in SCRATCH_OPERATORS.items():
+        run([*bazel, "run", "//tools:new_op", *cpu_flags, "--", f"--name={op}", *arguments], workspace)
     # Under nvidia only each operator's own libraries: its tests would link every other
     # operator's CUDA kernels too.
     builds = [([f"//ops/{op}/..." for op in SCRATCH_OPERATORS], cpu_flags)]

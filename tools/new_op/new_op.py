@@ -1,12 +1,19 @@
 """Generates a new operator folder that builds at once and whose tests fail with "not implemented".
 
     tools/bazel run //tools:new_op -- --name=gelu --kind=elementwise [--inputs=2]
+    tools/bazel run //tools:new_op -- --name=relu_backward --kind=elementwise \
+        --inputs=dy,x --params=negative_slope=0.0
     tools/bazel run //tools:new_op -- --name=reduce_max --kind=reduction
 
 It writes `ops/<name>/` (public header, front end, cpu/ and nvidia/ backends, cases.py,
 BUILD.bazel calling `oprt_operator`; an elementwise operator also gets its functor header)
 and adds `"<name>"` to `OPERATORS` in `ops/registry.bzl`. Under `bazel run` it writes into
 the workspace it was run from ($BUILD_WORKSPACE_DIRECTORY); `--workspace` names another.
+
+An elementwise operator takes one input (`input`) or two; `--inputs` gives their number
+(2: `a` and `b`) or their names (`--inputs=dy,x`), and `--params` its float parameters
+with their defaults (`--params=negative_slope=0.0,scale=1`): each becomes an argument of
+the C create function and of the Python API, an op-table entry and a field of the functor.
 
 What is left to write is marked `======` in the generated files:
 - elementwise: `operator()` of `ops/<name>/<name>_functor.h` (one functor for cpu and
@@ -16,16 +23,20 @@ What is left to write is marked `======` in the generated files:
   `reference()` in `cases.py`.
 
 It refuses, with a message and exit status 2, a name that is not a valid operator name,
-an operator that exists, an unknown kind, or a registry it cannot edit; it then writes nothing.
+an operator that exists, an unknown kind, inputs or parameters the kind cannot take or
+whose names collide (with each other, keywords, or names the generated code uses), or a
+registry it cannot edit; it then writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import keyword
+import math
 import os
 import re
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -51,6 +62,25 @@ _API_NAMES = frozenset(
     ("available_backends", "backends", "errors", "get_default_backend", "operators", "ops",
      "output_shape", "register_python_backend", "set_default_backend")
 )
+# Names the generated files use beside the operands, so no input or parameter may take
+# them: the C functions' other arguments and locals (desc, workspace, workspace_size,
+# stream, bytes, inputs, params), the Python API's (out, backend, keepdim; dim is the axis
+# of a reduction), the TileLang kernels' (i, n, dtype) and cases.py's module (torch).
+_RESERVED_OPERAND_NAMES = frozenset(
+    ("backend", "bytes", "desc", "dim", "dtype", "i", "inputs", "keepdim", "n", "out", "params",
+     "stream", "torch", "workspace", "workspace_size")
+)
+# The one input of an operator is `input` in the op table and in Python, and `in` in C,
+# as relu and reduce_sum name it (`in` is a Python keyword).
+DEFAULT_INPUT = "input"
+_C_NAMES = {DEFAULT_INPUT: "in"}
+# --inputs=<count>: the names an operator of that many inputs gets.
+_COUNTED_INPUTS = {1: (DEFAULT_INPUT,), 2: ("a", "b")}
+# kMaxElementwiseInputs in runtime/elementwise/elementwise.h.
+_MAX_ELEMENTWISE_INPUTS = 2
+# A functor travels in kMaxElementwiseParamBytes (32) bytes of the descriptor, 8 floats;
+# the binding's descriptor cache keys on at most kMaxParams (8) values.
+_MAX_PARAMS = 8
 _OPERATORS_LIST = re.compile(r"^OPERATORS = \[\n(?P<body>(?:    \"[a-z0-9_]+\",\n)*)\]$", re.MULTILINE)
 _COLUMNS = 100
 
@@ -63,7 +93,35 @@ class Refusal(Exception):
 class Request:
     name: str
     kind: str
-    inputs: int = 1
+    inputs: tuple[str, ...] = (DEFAULT_INPUT,)
+    # (name, default) of each float parameter, in the order of the C create function.
+    params: tuple[tuple[str, float], ...] = ()
+
+
+def parse_inputs(text: str) -> tuple[str, ...]:
+    """--inputs: a count (1 or 2, named as _COUNTED_INPUTS) or comma-separated names."""
+    if text.isdigit():
+        if int(text) not in _COUNTED_INPUTS:
+            raise Refusal(f"--inputs={text}: give 1 or 2, or the inputs' names (like --inputs=dy,x)")
+        return _COUNTED_INPUTS[int(text)]
+    return tuple(text.split(","))
+
+
+def parse_params(text: str) -> tuple[tuple[str, float], ...]:
+    """--params: comma-separated `name=default` entries; each default a finite number."""
+    params = []
+    for entry in filter(None, text.split(",")):
+        name, equals, default = entry.partition("=")
+        if not equals:
+            raise Refusal(f"--params: {entry!r} has no default; write {entry}=<number>")
+        try:
+            value = float(default)
+        except ValueError:
+            raise Refusal(f"--params: the default of {name!r} is {default!r}, not a number") from None
+        if not math.isfinite(value):
+            raise Refusal(f"--params: the default of {name!r} is {default!r}; it must be finite")
+        params.append((name, value))
+    return tuple(params)
 
 
 def check_name(name: str) -> None:
@@ -80,14 +138,49 @@ def check_name(name: str) -> None:
         raise Refusal(f"invalid operator name {name!r}: the Python API already uses it")
 
 
+def check_operand_name(role: str, name: str) -> None:
+    """An input's or a parameter's name: a C, Python and torch schema argument name."""
+    if not _NAME.fullmatch(name) or len(name) > _MAX_NAME_LENGTH:
+        raise Refusal(
+            f"invalid {role} name {name!r}: use at most {_MAX_NAME_LENGTH} lower-case letters, "
+            "digits and single underscores, starting with a letter (like negative_slope)"
+        )
+    if keyword.iskeyword(name) or name in _CPP_KEYWORDS:
+        raise Refusal(f"invalid {role} name {name!r}: a Python or C++ keyword")
+    if name in _RESERVED_OPERAND_NAMES:
+        raise Refusal(f"invalid {role} name {name!r}: the generated code uses it for something else")
+
+
+def check_operands(request: Request) -> None:
+    if request.kind == "reduction":
+        if request.inputs != (DEFAULT_INPUT,):
+            raise Refusal("--inputs: a reduction takes exactly one input")
+        if request.params:
+            raise Refusal("--params: a reduction's only parameter is its axis, dim")
+        return
+    if not 1 <= len(request.inputs) <= _MAX_ELEMENTWISE_INPUTS:
+        raise Refusal(
+            f"--inputs={','.join(request.inputs)}: an elementwise operator takes 1 or 2 inputs"
+        )
+    if len(request.params) > _MAX_PARAMS:
+        raise Refusal(
+            f"--params: {len(request.params)} parameters; a functor holds at most {_MAX_PARAMS}"
+        )
+    seen = set()
+    roles = [("input", name) for name in request.inputs]
+    roles += [("parameter", name) for name, _ in request.params]
+    for role, name in roles:
+        check_operand_name(role, name)
+        if name in seen:
+            raise Refusal(f"{role} name {name!r} is used twice: inputs and parameters need distinct names")
+        seen.add(name)
+
+
 def check_request(request: Request, workspace: Path) -> None:
     check_name(request.name)
     if request.kind not in KINDS:
         raise Refusal(f"unknown kind {request.kind!r}: expected one of {', '.join(KINDS)}")
-    if request.kind == "elementwise" and request.inputs not in (1, 2):
-        raise Refusal(f"--inputs={request.inputs}: an elementwise operator takes 1 or 2 inputs")
-    if request.kind == "reduction" and request.inputs != 1:
-        raise Refusal("--inputs: a reduction takes exactly one input")
+    check_operands(request)
     folder = workspace / "ops" / request.name
     if folder.exists():
         raise Refusal(f"operator {request.name!r} exists: {folder} is already there")
@@ -119,31 +212,39 @@ def camel_case(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 
 
-def c_call(head: str, arguments: list[str], tail: str, pointer_style: str = "cpp") -> str:
+def c_call(head: str, arguments: list[str], tail: str, pointer_style: str = "cpp",
+           bracket: str = "(") -> str:
     """`head(arg, arg, ...)tail` wrapped at _COLUMNS as clang-format lays out the existing
     operators' signatures: continuation lines aligned after the parenthesis, or, when not
-    even the first argument fits there, every argument on lines indented by four."""
+    even the first argument fits there, every argument on lines indented by four. The
+    same for template arguments (bracket `<`) and braced initialisers (`{`)."""
     if pointer_style == "c":
         arguments = [re.sub(r"(\w)\* ", r"\1 *", argument) for argument in arguments]
-    if len(f"{head}({arguments[0]},") <= _COLUMNS:
-        indent, lines, line = " " * (len(head) + 1), [], head + "("
+    if len(f"{head}{bracket}{arguments[0]},") <= _COLUMNS:
+        indent, lines, line = " " * (len(head) + 1), [], head + bracket
     else:
-        indent, lines, line = " " * 4, [head + "("], " " * 4
+        indent, lines, line = " " * 4, [head + bracket], " " * 4
     for index, argument in enumerate(arguments):
         piece = argument + (", " if index + 1 < len(arguments) else tail)
-        if line.strip() and not line.endswith("(") and len(line + piece.rstrip()) > _COLUMNS:
+        if line.strip() and not line.endswith(bracket) and len(line + piece.rstrip()) > _COLUMNS:
             lines.append(line.rstrip())
             line = indent
         line += piece
     return "\n".join(lines + [line])
 
 
-def signatures(request: Request, inputs: list[str]) -> dict[str, tuple[str, list[str]]]:
+def c_name(input_name: str) -> str:
+    return _C_NAMES.get(input_name, input_name)
+
+
+def signatures(request: Request) -> dict[str, tuple[str, list[str]]]:
     """Each of the four C functions: its head (return type and name) and parameters."""
     op, handle = request.name, f"oprt_{request.name}_descriptor_t"
     view = "const oprt_tensor_view_t* "
+    inputs = [c_name(name) for name in request.inputs]
     if request.kind == "elementwise":
         create_params = [view + name for name in ["out", *inputs]]
+        create_params += ["float " + name for name, _ in request.params]
         workspace_params = [f"{handle} desc", "size_t* bytes"]
     else:
         create_params = [view + "out", view + "in", "int32_t axis"]
@@ -161,16 +262,46 @@ def signatures(request: Request, inputs: list[str]) -> dict[str, tuple[str, list
     }
 
 
+def front_end_table(request: Request, Op: str) -> dict[str, str]:
+    """The front end's op-table declarations: parameter names and defaults, the function
+    that builds the functor from the table's values, and the entry."""
+    op, functor, names = request.name, f"oprt::{Op}Functor", [name for name, _ in request.params]
+    if not names:
+        return {
+            "param_table": "",
+            "from_table": "",
+            "param_fields": "0, nullptr, nullptr",
+            "table_entry": c_call("    oprt::ElementwiseEntry", [f"k{Op}", functor], ">::table();",
+                                  bracket="<"),
+        }
+    from_table = c_call(
+        f"  return {functor}",
+        [f"static_cast<float>(params[{index}])" for index in range(len(names))], "};",
+        bracket="{",
+    )
+    return {
+        "param_table": (
+            c_call("constexpr const char* kParamNames[] = ", [f'"{name}"' for name in names], "};",
+                   bracket="{") + "\n"
+            + c_call("constexpr double kParamDefaults[] = ",
+                     [repr(default) for _, default in request.params], "};", bracket="{") + "\n"
+        ),
+        "param_fields": f"{len(names)}, kParamNames, kParamDefaults",
+        "from_table": f"\n\n{functor} {op}_from_table(const double* params) {{\n{from_table}\n}}\n",
+        "table_entry": c_call("    oprt::ElementwiseEntry", [f"k{Op}", functor, f"{op}_from_table"],
+                              ">::table();", bracket="<"),
+    }
+
+
 def substitutions(request: Request) -> dict[str, str]:
     op, kind = request.name, request.kind
-    # C parameter names of the inputs and their names in the op table and in Python.
-    if kind == "reduction":
-        c_inputs, table_inputs = ["in"], ["input"]
-    elif request.inputs == 1:
-        c_inputs, table_inputs = ["in"], ["input"]
-    else:
-        c_inputs = table_inputs = ["a", "b"]
-    functions = signatures(request, c_inputs)
+    # The inputs' names in the op table and in Python, in C, and in the functor.
+    table_inputs = list(request.inputs)
+    c_inputs = [c_name(name) for name in table_inputs]
+    functor_inputs = ["x"] if table_inputs == [DEFAULT_INPUT] else table_inputs
+    param_names = [name for name, _ in request.params]
+    params_dict = "{" + ", ".join(f'"{name}": {default!r}' for name, default in request.params) + "}"
+    functions = signatures(request)
     values = {
         "op": op,
         "Op": camel_case(op),
@@ -178,7 +309,11 @@ def substitutions(request: Request) -> dict[str, str]:
         "num_inputs": str(len(c_inputs)),
         "c_inputs": ", ".join(c_inputs),
         "quoted_input_names": ", ".join(f'"{name}"' for name in table_inputs),
-        "input_list": ", ".join(table_inputs),
+        # The header's first line, wrapped inside its /* ... */ comment.
+        "summary": "\n * ".join(
+            textwrap.wrap(f"{op}: out = {op}({', '.join(table_inputs + param_names)}), element for element.",
+                          _COLUMNS - len("/* "))
+        ),
         "out_and_inputs": ", ".join(["out", *table_inputs[:-1]]) + " and " + table_inputs[-1],
         "inputs_broadcast": (
             "input broadcasts" if len(table_inputs) == 1 else " and ".join(table_inputs) + " broadcast"
@@ -186,14 +321,28 @@ def substitutions(request: Request) -> dict[str, str]:
         "one_element_of_each": (
             "one input element" if len(table_inputs) == 1 else "one element of each input"
         ),
-        "functor_params": ", ".join("float " + name for name in (["x"] if len(c_inputs) == 1 else c_inputs)),
-        "placeholder": "x" if len(c_inputs) == 1 else c_inputs[0],
+        "functor_fields": "".join(f"  float {name};\n" for name in param_names),
+        "functor_params": ", ".join("float " + name for name in functor_inputs),
+        "placeholder": functor_inputs[0],
         "placeholder_tensor": table_inputs[0],
+        "tilelang_element_params": ", ".join(["i", *table_inputs, "out", *param_names]),
+        "tilelang_operands": ", ".join([*table_inputs, "out", *param_names]),
+        "tilelang_eager_params": ", ".join(
+            [*table_inputs, "out", *(f"{name}: T.float32" for name in param_names), 'dtype="float32"']
+        ),
         "tilelang_eager_declarations": "\n".join(
             f"    {name}: T.Tensor[[n], dtype]" for name in table_inputs
         ),
-        "tilelang_lazy_params": ", ".join(f"{name}: T.Tensor((n,), dtype)" for name in table_inputs),
-        "reference_params": ", ".join(f"{name}: torch.Tensor" for name in table_inputs),
+        "tilelang_lazy_params": ", ".join(
+            [*(f"{name}: T.Tensor((n,), dtype)" for name in [*table_inputs, "out"]),
+             *(f"{name}: T.float32" for name in param_names)]
+        ),
+        "reference_params": ", ".join(
+            [*(f"{name}: torch.Tensor" for name in table_inputs),
+             *(f"{name}: float = {default!r}" for name, default in request.params)]
+        ),
+        "params_dict": params_dict,
+        "benchmark_params": f", {params_dict}" if param_names else "",
         "declarations": "\n".join(
             c_call("OPRT_API " + head, params, ");", pointer_style="c")
             for head, params in functions.values()
@@ -205,10 +354,16 @@ def substitutions(request: Request) -> dict[str, str]:
     # The front end's calls into the family, wrapped like the signatures.
     handle = f"k{values['Op']}"
     if kind == "elementwise":
-        values["create_call"] = c_call(
+        values.update(front_end_table(request, values["Op"]))
+        functor = f"oprt::{values['Op']}Functor"
+        *lines, last = c_call(
             "  return oprt::create_elementwise",
             [handle, "oprt::thread_backend()", "desc", "out", "inputs",
-             f"oprt::{values['Op']}Functor{{}}"], ");")
+             f"{functor}{{{', '.join(param_names)}}}"], ");").split("\n")
+        if len(last) > _COLUMNS:  # the functor's initialiser alone is too long: wrap its braces
+            last = c_call(last[: len(last) - len(last.lstrip())] + functor, param_names, "});",
+                          bracket="{")
+        values["create_call"] = "\n".join([*lines, last])
         values["execute_call"] = c_call(
             "  return oprt::execute_elementwise",
             [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")
@@ -265,7 +420,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="the operator's name, e.g. gelu")
     parser.add_argument("--kind", required=True, help=" or ".join(KINDS))
-    parser.add_argument("--inputs", type=int, default=1, help="elementwise only: 1 or 2 inputs")
+    parser.add_argument(
+        "--inputs", default="1",
+        help="elementwise only: 1 or 2 (named input, or a and b), or the names, e.g. dy,x",
+    )
+    parser.add_argument(
+        "--params", default="",
+        help="elementwise only: float parameters with defaults, e.g. negative_slope=0.0",
+    )
     parser.add_argument("--workspace", type=Path, default=None, help="default: where bazel run ran")
     args = parser.parse_args(argv)
     workspace = (args.workspace or default_workspace()).resolve()
@@ -273,8 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"new_op: {workspace} is not the oprt workspace (no MODULE.bazel and {REGISTRY})",
               file=sys.stderr)
         return 2
-    request = Request(args.name, args.kind, args.inputs)
     try:
+        request = Request(args.name, args.kind, parse_inputs(args.inputs), parse_params(args.params))
         written = scaffold(request, workspace)
     except Refusal as refusal:
         print(f"new_op: {refusal}", file=sys.stderr)

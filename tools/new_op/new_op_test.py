@@ -71,10 +71,72 @@ def test_refuses_a_registered_name_without_folder(workspace):
 
 
 @pytest.mark.parametrize(
-    "request_, reason",
-    [(Request("mul", "elementwise", 3), "1 or 2 inputs"), (Request("m", "reduction", 2), "exactly one")],
+    "text, inputs",
+    [("1", ("input",)), ("2", ("a", "b")), ("dy,x", ("dy", "x")), ("grad", ("grad",))],
 )
-def test_refuses_input_counts(workspace, request_, reason):
+def test_inputs_are_a_count_or_names(text, inputs):
+    assert new_op.parse_inputs(text) == inputs
+
+
+def test_refuses_an_input_count_without_names():
+    with pytest.raises(Refusal, match="--inputs=3: give 1 or 2, or the inputs' names"):
+        new_op.parse_inputs("3")
+
+
+@pytest.mark.parametrize(
+    "text, params",
+    [
+        ("", ()),
+        ("negative_slope=0.0", (("negative_slope", 0.0),)),
+        ("alpha=1,beta=-2.5e-3", (("alpha", 1.0), ("beta", -0.0025))),
+    ],
+)
+def test_params_are_names_with_defaults(text, params):
+    assert new_op.parse_params(text) == params
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("alpha", "'alpha' has no default; write alpha=<number>"),
+        ("alpha=", "the default of 'alpha' is '', not a number"),
+        ("alpha=one", "the default of 'alpha' is 'one', not a number"),
+        ("alpha=nan", "the default of 'alpha' is 'nan'; it must be finite"),
+        ("alpha=-inf", "the default of 'alpha' is '-inf'; it must be finite"),
+    ],
+)
+def test_refuses_params_without_a_finite_default(text, reason):
+    with pytest.raises(Refusal, match=re.escape(reason)):
+        new_op.parse_params(text)
+
+
+SLOPE = (("negative_slope", 0.0),)
+
+
+@pytest.mark.parametrize(
+    "request_, reason",
+    [
+        (Request("mul", "elementwise", ("a", "b", "c")), "--inputs=a,b,c: an elementwise operator takes 1 or 2"),
+        (Request("mul", "elementwise", ()), "takes 1 or 2 inputs"),
+        (Request("m", "reduction", ("a", "b")), "a reduction takes exactly one input"),
+        (Request("m", "reduction", ("x",)), "a reduction takes exactly one input"),
+        (Request("m", "reduction", params=SLOPE), "a reduction's only parameter is its axis"),
+        (Request("g", "elementwise", ("Dy", "x")), "invalid input name 'Dy': use at most 32 lower-case"),
+        (Request("g", "elementwise", ("dy", "")), "invalid input name '': use at most 32 lower-case"),
+        (Request("g", "elementwise", ("in",)), "invalid input name 'in': a Python or C\\+\\+ keyword"),
+        (Request("g", "elementwise", ("x", "float")), "invalid input name 'float': a Python or C\\+\\+ keyword"),
+        (Request("g", "elementwise", ("out", "x")), "invalid input name 'out': the generated code uses it"),
+        (Request("g", "elementwise", params=(("dim", 0.0),)), "invalid parameter name 'dim': the generated"),
+        (Request("g", "elementwise", params=(("n", 1.0),)), "invalid parameter name 'n': the generated"),
+        (Request("g", "elementwise", ("x", "x")), "input name 'x' is used twice"),
+        (Request("g", "elementwise", ("dy", "x"), (("x", 0.0),)), "parameter name 'x' is used twice"),
+        (
+            Request("g", "elementwise", params=tuple((f"p{i}", 0.0) for i in range(9))),
+            "--params: 9 parameters; a functor holds at most 8",
+        ),
+    ],
+)
+def test_refuses_inputs_and_params_the_operator_cannot_take(workspace, request_, reason):
     with pytest.raises(Refusal, match=reason):
         new_op.check_request(request_, workspace)
 
@@ -122,7 +184,7 @@ def test_elementwise_files():
 
 
 def test_two_input_elementwise_names_its_inputs_a_and_b():
-    files = new_op.planned_files(Request("mul", "elementwise", 2))
+    files = new_op.planned_files(Request("mul", "elementwise", new_op.parse_inputs("2")))
     assert 'kInputNames[] = {"a", "b"}' in files[Path("ops/mul/mul.cc")]
     assert "const void *a,\n" in files[Path("ops/mul/mul.h")]
     assert "operator()(float a, float b)" in files[Path("ops/mul/mul_functor.h")]
@@ -130,6 +192,56 @@ def test_two_input_elementwise_names_its_inputs_a_and_b():
     assert "def mul_element(i, a, b, out):" in tilelang
     assert "    a: T.Tensor[[n], dtype]\n    b: T.Tensor[[n], dtype]\n" in tilelang
     assert "def reference(a: torch.Tensor, b: torch.Tensor)" in files[Path("ops/mul/cases.py")]
+
+
+def test_named_inputs_and_a_parameter_reach_every_file():
+    files = new_op.planned_files(Request("relu_backward", "elementwise", ("dy", "x"), SLOPE))
+    folder = Path("ops/relu_backward")
+    header = files[folder / "relu_backward.h"]
+    assert "out = relu_backward(dy, x, negative_slope), element for element." in header
+    assert (
+        "                                                            const oprt_tensor_view_t *x,\n"
+        "                                                            float negative_slope);"
+    ) in header
+    assert "const void *dy, const void *x, void *stream);" in header
+    front_end = files[folder / "relu_backward.cc"]
+    assert 'kInputNames[] = {"dy", "x"};' in front_end
+    assert 'constexpr const char* kParamNames[] = {"negative_slope"};' in front_end
+    assert "constexpr double kParamDefaults[] = {0.0};" in front_end
+    assert '"relu_backward", "out", 2, kInputNames, 1, kParamNames, kParamDefaults};' in front_end
+    assert (
+        "oprt::ReluBackwardFunctor relu_backward_from_table(const double* params) {\n"
+        "  return oprt::ReluBackwardFunctor{static_cast<float>(params[0])};\n}"
+    ) in front_end
+    assert (
+        "    oprt::ElementwiseEntry<kReluBackward, oprt::ReluBackwardFunctor,\n"
+        "                           relu_backward_from_table>::table();"
+    ) in front_end
+    assert "oprt::ReluBackwardFunctor{negative_slope});" in front_end
+    functor = files[folder / "relu_backward_functor.h"]
+    assert "  static constexpr int kNumInputs = 2;\n  float negative_slope;\n" in functor
+    assert "operator()(float dy, float x) const { return dy; }" in functor
+    cases = files[folder / "cases.py"]
+    assert "def reference(dy: torch.Tensor, x: torch.Tensor, negative_slope: float = 0.0)" in cases
+    assert 'elementwise_cases(num_inputs=2, params={"negative_slope": 0.0})' in cases
+    assert 'BenchmarkCase(named(name, dtype), (shape,) * 2, dtype, {"negative_slope": 0.0})' in cases
+    tilelang = files[folder / "tilelang/relu_backward.py"]
+    assert "def relu_backward_element(i, dy, x, out, negative_slope):" in tilelang
+    assert 'def relu_backward_eager(dy, x, out, negative_slope: T.float32, dtype="float32"):' in tilelang
+    assert "out: T.Tensor((n,), dtype), negative_slope: T.float32):" in tilelang
+    assert tilelang.count("elementwise_kernel(n, relu_backward_element, dy, x, out, negative_slope)") == 2
+
+
+def test_several_parameters_keep_their_order():
+    params = (("alpha", 1.0), ("beta", -0.5))
+    files = new_op.planned_files(Request("axpby", "elementwise", ("x", "y"), params))
+    front_end = files[Path("ops/axpby/axpby.cc")]
+    assert 'kParamNames[] = {"alpha", "beta"};' in front_end
+    assert "kParamDefaults[] = {1.0, -0.5};" in front_end
+    assert "oprt::AxpbyFunctor{static_cast<float>(params[0]), static_cast<float>(params[1])};" in front_end
+    assert "oprt::AxpbyFunctor{alpha, beta});" in front_end
+    assert "  float alpha;\n  float beta;\n" in files[Path("ops/axpby/axpby_functor.h")]
+    assert re.search(r"const oprt_tensor_view_t \*y, float alpha,\n +float beta\);", files[Path("ops/axpby/axpby.h")])
 
 
 def test_reduction_files_report_not_implemented_from_each_backend():
@@ -148,20 +260,32 @@ def test_reduction_files_report_not_implemented_from_each_backend():
     assert "axis_cases(keeps_axis=False)" in files[Path("ops/reduce_max/cases.py")]
 
 
-@pytest.mark.parametrize("kind", new_op.KINDS)
-def test_generated_sources_fit_in_100_columns_and_leave_no_placeholder(kind):
-    for path, text in new_op.planned_files(Request("layer_norm_backward", kind)).items():
+# Requests with long names: the operator's, and (elementwise) three parameters' that wrap
+# the create signature, the functor built from the table and the table entry.
+LONG_REQUESTS = [
+    Request("layer_norm_backward", "reduction"),
+    Request("layer_norm_backward", "elementwise"),
+    Request(
+        "layer_norm_backward", "elementwise",
+        params=(("negative_slope", 0.0), ("positive_scale", 1.0), ("epsilon_value", 1e-05)),
+    ),
+]
+
+
+@pytest.mark.parametrize("request_", LONG_REQUESTS, ids=lambda request: request.kind)
+def test_generated_sources_fit_in_100_columns_and_leave_no_placeholder(request_):
+    for path, text in new_op.planned_files(request_).items():
         assert "${" not in text, path
         if path.suffix in (".h", ".cc", ".cu"):
             long_lines = [line for line in text.splitlines() if len(line) > 100]
             assert not long_lines, f"{path}: {long_lines}"
 
 
-def test_generated_python_compiles():
-    for kind in new_op.KINDS:
-        for path, text in new_op.planned_files(Request("gelu", kind)).items():
-            if path.suffix == ".py":
-                compile(text, str(path), "exec")
+@pytest.mark.parametrize("request_", LONG_REQUESTS, ids=lambda request: request.kind)
+def test_generated_python_compiles(request_):
+    for path, text in new_op.planned_files(request_).items():
+        if path.suffix == ".py":
+            compile(text, str(path), "exec")
 
 
 def test_main_writes_the_folder_and_the_registry_line(workspace, capsys):
@@ -169,6 +293,15 @@ def test_main_writes_the_folder_and_the_registry_line(workspace, capsys):
     assert (workspace / "ops/gelu/gelu_functor.h").is_file()
     assert new_op.registered_operators((workspace / "ops/registry.bzl").read_text())[-1] == "gelu"
     assert "ops/gelu/gelu_functor.h" in capsys.readouterr().out
+
+
+def test_main_takes_named_inputs_and_params(workspace, capsys):
+    arguments = ["--name=relu_backward", "--kind=elementwise", "--inputs=dy,x",
+                 "--params=negative_slope=0.0", f"--workspace={workspace}"]
+    assert new_op.main(arguments) == 0
+    assert "new_op: wrote 9 files" in capsys.readouterr().out
+    front_end = (workspace / "ops/relu_backward/relu_backward.cc").read_text()
+    assert 'kParamNames[] = {"negative_slope"};' in front_end
 
 
 def test_main_uses_bazel_runs_workspace(workspace, monkeypatch):
@@ -183,6 +316,10 @@ def test_main_uses_bazel_runs_workspace(workspace, monkeypatch):
         (["--name=Gelu", "--kind=elementwise"], "new_op: invalid operator name 'Gelu'"),
         (["--name=relu", "--kind=elementwise"], "new_op: operator 'relu' exists"),
         (["--name=gelu", "--kind=pointwise"], "new_op: unknown kind 'pointwise'"),
+        (["--name=gelu", "--kind=elementwise", "--inputs=3"], "new_op: --inputs=3: give 1 or 2"),
+        (["--name=gelu", "--kind=elementwise", "--inputs=dy,out"], "new_op: invalid input name 'out'"),
+        (["--name=gelu", "--kind=elementwise", "--params=slope"], "new_op: --params: 'slope' has no default"),
+        (["--name=gelu", "--kind=reduction", "--params=slope=1"], "new_op: --params: a reduction's only"),
     ],
 )
 def test_main_refuses_with_status_2_and_writes_nothing(workspace, capsys, arguments, message):
