@@ -6,4 +6,5 @@ OPERATORS = [
     "relu",
     "reduce_sum",
     "softmax",
+    "relu_backward",
 ]
