@@ -1,10 +1,19 @@
-/* relu_backward: out = relu_backward(dy, x, negative_slope), element for element.
+/* relu_backward: out = dy where x > 0, else dy * negative_slope (the gradient of
+ * relu and leaky_relu with respect to x, given dy, the gradient of their output).
+ *
+ * As torch, whose two backward ops differ where x is NaN:
+ * - negative_slope == 0 (-0.0 too) is threshold_backward(dy, x, 0): x <= 0
+ *   (-0.0 and -inf included) gives +0.0 even when dy is inf or NaN; x > 0 or NaN
+ *   gives dy;
+ * - any other slope is leaky_relu_backward(dy, x, slope, false): x > 0 gives dy;
+ *   any other x, NaN included, gives dy * slope (IEEE: NaN propagates,
+ *   inf * 0.01 = inf, the product's zero carries the signs' product).
  *
  * Computed in f32 and rounded once to the dtype. out, dy and x have the same
  * dtype (f32, f16 or bf16); dy and x broadcast to out's shape (numpy rules) and
  * any operand may have any strides. out must not write an element twice (no
  * stride 0) and may share memory with an input only exactly (same data, shape and
- * strides: in place). No workspace is needed.
+ * strides: in place, e.g. dx written over dy). No workspace is needed.
  */
 #ifndef OPERATOR_RUNTIME_OPS_RELU_BACKWARD_H_
 #define OPERATOR_RUNTIME_OPS_RELU_BACKWARD_H_

@@ -1,8 +1,6 @@
-// relu_backward's math, shared by every backend: computed in f32, rounded once to the dtype.
+// relu_backward's math, shared by every backend: relu's gradient computed in f32.
 #ifndef OPERATOR_RUNTIME_OPS_RELU_BACKWARD_RELU_BACKWARD_FUNCTOR_H_
 #define OPERATOR_RUNTIME_OPS_RELU_BACKWARD_RELU_BACKWARD_FUNCTOR_H_
-
-#include <cmath>
 
 #include "runtime/core/numeric.h"
 
@@ -11,15 +9,18 @@ namespace oprt {
 struct ReluBackwardFunctor {
   static constexpr int kNumInputs = 2;
   float negative_slope;
-  // Every backend reports "relu_backward: not implemented" while this is set: write
-  // operator() below, then delete this line.
-  static constexpr bool kNotImplemented = true;
-
-  // ====== Write relu_backward here: one output element from one element of each input. ======
-  // The cpu backend runs it on the host and the nvidia backend on the GPU, so use
-  // what both have: arithmetic and <cmath>'s float functions (expf, tanhf, erff, ...).
-  // A parameter of the operator becomes a field of this struct (see ops/relu/).
-  OPRT_HOST_DEVICE float operator()(float dy, float x) const { return dy; }
+  // As torch's two backward ops, which disagree where x is NaN. Slope 0 is
+  // threshold_backward(dy, x, 0): x <= 0 gives +0.0 whatever dy is (inf and NaN
+  // too), any other x (NaN included) gives dy. Other slopes are
+  // leaky_relu_backward: x > 0 gives dy, any other x (NaN included) dy * slope.
+  // Selects, not branches: on random signs a branch mispredicts every other
+  // element (see relu_functor.h).
+  OPRT_HOST_DEVICE float operator()(float dy, float x) const {
+    const bool relu = negative_slope == 0.0f;
+    const bool passes = relu ? !(x <= 0.0f) : x > 0.0f;
+    const float below = relu ? 0.0f : dy * negative_slope;
+    return passes ? dy : below;
+  }
 };
 
 }  // namespace oprt

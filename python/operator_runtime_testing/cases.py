@@ -270,6 +270,9 @@ class BenchmarkCase:
 class Tolerance:
     atol: float
     rtol: float
+    # Where result and reference are both zero, their signs must agree too (for an
+    # operator whose results are exact, like relu_backward's selects and products).
+    signed_zeros: bool = False
 
 
 DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}

@@ -51,6 +51,11 @@ def assert_matches(actual: torch.Tensor, expected: torch.Tensor, tolerance: Tole
         equal_nan=True,
         msg=lambda message: f"{what}\n{message}",
     )
+    if tolerance.signed_zeros:
+        expected = expected.detach().to(actual.device)
+        zeros = (actual == 0) & (expected == 0)
+        flipped = zeros & (actual.signbit() != expected.signbit())
+        assert not flipped.any(), f"{what}: {int(flipped.sum())} zeros have the other sign than the reference's"
 
 
 def op_params(op: OpSpec, params) -> dict:

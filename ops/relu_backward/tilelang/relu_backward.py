@@ -1,7 +1,10 @@
-"""relu_backward in TileLang: relu_backward_element computes one output element; the tilelang
-backend (python/operator_runtime/tilelang/) compiles `relu_backward_eager` (the kernel
-itself) or `relu_backward_lazy` (a factory returning it as a `T.prim_func`), whichever
-the style option picks (docs/tilelang.md).
+"""relu_backward in TileLang: dy where x > 0; else, with slope 0, +0.0 (dy where x is
+NaN), and with other slopes dy * negative_slope; in f32, as the functor does.
+
+`negative_slope` is a runtime scalar argument, so one kernel serves every slope.
+`relu_backward_eager` is the kernel itself (tensors typed inside its body);
+`relu_backward_lazy` is a factory returning the same kernel as a `T.prim_func`. The
+tilelang backend (python/operator_runtime/tilelang/) compiles the one the style option picks.
 """
 
 import tilelang
@@ -12,10 +15,13 @@ from operator_runtime.tilelang.tiles import elementwise_kernel
 
 @T.macro
 def relu_backward_element(i, dy, x, out, negative_slope):
-    # ====== Write relu_backward here: out[i] from one element of each input. ======
-    # Compute in f32 and round once, e.g. `out[i] = T.Cast(out.dtype, T.Cast("float32", dy[i]))`
-    # (ops/relu/tilelang/relu.py has one with a parameter). Then delete the raise.
-    raise NotImplementedError("relu_backward: not implemented: write its TileLang element in ops/relu_backward/tilelang/relu_backward.py")
+    gradient = T.Cast("float32", dy[i])
+    value = T.Cast("float32", x[i])
+    below = T.if_then_else(negative_slope == 0, T.float32(0), gradient * negative_slope)
+    # Slope 0 passes dy where x is NaN (threshold_backward), other slopes scale it
+    # (leaky_relu_backward). isnan is spelled out: the simplifier folds `x != x` to false.
+    passes = value > 0 or (negative_slope == 0 and T.isnan(value))
+    out[i] = T.Cast(out.dtype, T.if_then_else(passes, gradient, below))
 
 
 @tilelang.jit
