@@ -33,7 +33,7 @@ OPCHECK_MAX_ELEMENTS = 1 << 16
 
 
 class EveryOperator(torch.nn.Module):
-    """A model that calls all five operators, out-variants included."""
+    """A model that calls every operator, out-variants included."""
 
     def __init__(self):
         super().__init__()
@@ -47,7 +47,7 @@ class EveryOperator(torch.nn.Module):
         out = torch.empty_like(p)
         ort.copy_(out, p * 2.0)
         ort.relu_(out, out - s)
-        return ort.softmax(out, 0) + ort.reduce_sum(h, -1, keepdim=True)
+        return ort.softmax(out, 0) + ort.reduce_sum(h, -1, keepdim=True) + ort.relu_backward(p, h, 0.1)
 
 
 def reference_model(model, x):
@@ -55,7 +55,7 @@ def reference_model(model, x):
     p = torch.softmax(h, -1)
     s = p.sum(0, keepdim=True)
     out = torch.nn.functional.leaky_relu(p * 2.0 - s, 0.0)
-    return torch.softmax(out, 0) + h.sum(-1, keepdim=True)
+    return torch.softmax(out, 0) + h.sum(-1, keepdim=True) + torch.ops.aten.leaky_relu_backward(p, h, 0.1, False)
 
 
 @pytest.fixture(params=DEVICES)
@@ -118,7 +118,7 @@ def test_export_holds_oprt_ops_and_equals_eager(device):
     x = torch.randn(16, 32, device=device)
     exported = torch.export.export(model, (x,))
     targets = {str(node.target) for node in exported.graph.nodes if node.op == "call_function"}
-    for name in ("vector_add", "relu", "softmax", "reduce_sum"):
+    for name in ("vector_add", "relu", "softmax", "reduce_sum", "relu_backward"):
         assert f"oprt.{name}.default" in targets, targets
     assert any(t.startswith("oprt.copy_out") or "auto_functionalized" in t for t in targets), targets
     other = torch.randn(16, 32, device=device)

@@ -197,6 +197,70 @@ def prepare_relu(out: torch.Tensor, input: torch.Tensor, negative_slope: float =
     See also: relu, relu_.
     """
 
+def relu_backward(dy: torch.Tensor, x: torch.Tensor, negative_slope: float = 0.0, *, backend: str | None = None) -> torch.Tensor:
+    """Elementwise `relu_backward` of `dy`, `x`, broadcast together. Returns a new contiguous
+    tensor of the inputs' broadcast shape.
+
+    Args:
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        x: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        negative_slope: default 0.0.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: relu_backward_, prepare_relu_backward.
+    """
+
+def relu_backward_(out: torch.Tensor, dy: torch.Tensor, x: torch.Tensor, negative_slope: float = 0.0, *, backend: str | None = None) -> torch.Tensor:
+    """Elementwise `relu_backward` of `dy`, `x`, broadcast together. Writes the result into
+    `out` and returns it; out may be an input itself (in-place) but must not otherwise
+    overlap one.
+
+    Args:
+        out: the output tensor, of any strides.
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        x: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        negative_slope: default 0.0.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: relu_backward, prepare_relu_backward.
+    """
+
+def prepare_relu_backward(out: torch.Tensor, dy: torch.Tensor, x: torch.Tensor, negative_slope: float = 0.0, *, backend: str | None = None) -> Prepared:
+    """Elementwise `relu_backward` of `dy`, `x`, broadcast together. Validates once and returns
+    a Prepared: .run() executes on the current stream, .run(*inputs, out=...) first rebinds
+    tensors of the same layouts, .destroy() releases it (or use it as a context manager).
+
+    Args:
+        out: the output tensor, of any strides.
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        x: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        negative_slope: default 0.0.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: relu_backward, relu_backward_.
+    """
+
 def softmax(input: torch.Tensor, dim: int = -1, *, backend: str | None = None) -> torch.Tensor:
     """`softmax` of `input` along axis `dim` (negative counts from the end). Returns a new
     tensor of the input's shape.
@@ -333,6 +397,9 @@ __all__ = [
     'relu',
     'relu_',
     'prepare_relu',
+    'relu_backward',
+    'relu_backward_',
+    'prepare_relu_backward',
     'softmax',
     'softmax_',
     'prepare_softmax',

@@ -1,4 +1,4 @@
-"""Smoke test of an installed oprt wheel: all five operators on the cpu against torch.
+"""Smoke test of an installed oprt wheel: every operator on the cpu against torch.
 
 Run it with the interpreter of a venv the wheel is installed in, outside the source
 tree (CI: .ci/run), so that `import operator_runtime` finds the installed package.
@@ -25,6 +25,7 @@ def main() -> int:
         "relu": (ort.relu(x), torch.relu(x)),
         "reduce_sum": (ort.reduce_sum(x, dim=1), x.sum(dim=1)),
         "softmax": (ort.softmax(x, dim=-1), torch.softmax(x, dim=-1)),
+        "relu_backward": (ort.relu_backward(y, x), torch.ops.aten.threshold_backward(y, x, 0)),
     }
     failed = [name for name, (ours, expected) in checks.items()
               if not torch.allclose(ours, expected, rtol=1e-5, atol=1e-5)]
