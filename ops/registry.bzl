@@ -7,4 +7,5 @@ OPERATORS = [
     "reduce_sum",
     "softmax",
     "relu_backward",
+    "softmax_backward",
 ]

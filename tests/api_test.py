@@ -30,6 +30,7 @@ EXPECTED_OPERATORS = {
     "relu_backward": (Kind.ELEMENTWISE, ("dy", "x"), {"negative_slope": 0.0}),
     "reduce_sum": (Kind.REDUCTION, ("input",), {"dim": -1}),
     "softmax": (Kind.NORMALIZATION, ("input",), {"dim": -1}),
+    "softmax_backward": (Kind.NORMALIZATION, ("dy", "y"), {"dim": -1}),
 }
 
 

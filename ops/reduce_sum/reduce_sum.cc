@@ -15,7 +15,8 @@ OPRT_REGISTER_OPERATOR(reduce_sum, kReduceSumEntry);
 oprt_status_t oprt_create_reduce_sum_descriptor(oprt_reduce_sum_descriptor_t* desc,
                                                 const oprt_tensor_view_t* out,
                                                 const oprt_tensor_view_t* in, int32_t axis) {
-  return oprt::create_reduction(kReduceSum, oprt::thread_backend(), desc, out, in, axis);
+  const oprt_tensor_view_t* inputs[] = {in};
+  return oprt::create_reduction(kReduceSum, oprt::thread_backend(), desc, out, inputs, axis);
 }
 
 oprt_status_t oprt_get_reduce_sum_workspace_size(oprt_reduce_sum_descriptor_t desc,
@@ -26,7 +27,8 @@ oprt_status_t oprt_get_reduce_sum_workspace_size(oprt_reduce_sum_descriptor_t de
 oprt_status_t oprt_execute_reduce_sum(oprt_reduce_sum_descriptor_t desc, void* workspace,
                                       size_t workspace_size, void* out, const void* in,
                                       void* stream) {
-  return oprt::execute_reduction(kReduceSum, desc, workspace, workspace_size, out, in, stream);
+  const void* inputs[] = {in};
+  return oprt::execute_reduction(kReduceSum, desc, workspace, workspace_size, out, inputs, stream);
 }
 
 oprt_status_t oprt_destroy_reduce_sum_descriptor(oprt_reduce_sum_descriptor_t desc) {

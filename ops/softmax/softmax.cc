@@ -15,7 +15,8 @@ OPRT_REGISTER_OPERATOR(softmax, kSoftmaxEntry);
 oprt_status_t oprt_create_softmax_descriptor(oprt_softmax_descriptor_t* desc,
                                                 const oprt_tensor_view_t* out,
                                                 const oprt_tensor_view_t* in, int32_t axis) {
-  return oprt::create_reduction(kSoftmax, oprt::thread_backend(), desc, out, in, axis);
+  const oprt_tensor_view_t* inputs[] = {in};
+  return oprt::create_reduction(kSoftmax, oprt::thread_backend(), desc, out, inputs, axis);
 }
 
 oprt_status_t oprt_get_softmax_workspace_size(oprt_softmax_descriptor_t desc,
@@ -26,7 +27,8 @@ oprt_status_t oprt_get_softmax_workspace_size(oprt_softmax_descriptor_t desc,
 oprt_status_t oprt_execute_softmax(oprt_softmax_descriptor_t desc, void* workspace,
                                       size_t workspace_size, void* out, const void* in,
                                       void* stream) {
-  return oprt::execute_reduction(kSoftmax, desc, workspace, workspace_size, out, in, stream);
+  const void* inputs[] = {in};
+  return oprt::execute_reduction(kSoftmax, desc, workspace, workspace_size, out, inputs, stream);
 }
 
 oprt_status_t oprt_destroy_softmax_descriptor(oprt_softmax_descriptor_t desc) {

@@ -320,6 +320,71 @@ def prepare_softmax(out: torch.Tensor, input: torch.Tensor, dim: int = -1, *, ba
     See also: softmax, softmax_.
     """
 
+def softmax_backward(dy: torch.Tensor, y: torch.Tensor, dim: int = -1, *, backend: str | None = None) -> torch.Tensor:
+    """`softmax_backward` of `dy`, `y` along axis `dim` (negative counts from the end). Returns
+    a new tensor of the input's shape.
+
+    Args:
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        y: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        dim: default -1.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: softmax_backward_, prepare_softmax_backward.
+    """
+
+def softmax_backward_(out: torch.Tensor, dy: torch.Tensor, y: torch.Tensor, dim: int = -1, *, backend: str | None = None) -> torch.Tensor:
+    """`softmax_backward` of `dy`, `y` along axis `dim` (negative counts from the end). Writes
+    the result into `out` and returns it; out may be an input itself (in-place) but must not
+    otherwise overlap one.
+
+    Args:
+        out: the output tensor, of any strides.
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        y: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        dim: default -1.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: softmax_backward, prepare_softmax_backward.
+    """
+
+def prepare_softmax_backward(out: torch.Tensor, dy: torch.Tensor, y: torch.Tensor, dim: int = -1, *, backend: str | None = None) -> Prepared:
+    """`softmax_backward` of `dy`, `y` along axis `dim` (negative counts from the end).
+    Validates once and returns a Prepared: .run() executes on the current stream,
+    .run(*inputs, out=...) first rebinds tensors of the same layouts, .destroy() releases it
+    (or use it as a context manager).
+
+    Args:
+        out: the output tensor, of any strides.
+        dy: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        y: float32, float16 or bfloat16; a torch tensor or any __dlpack__ tensor; any
+            strides.
+        dim: default -1.
+        backend: 'cpu', 'nvidia', 'metax' or 'tilelang'; None uses set_default_backend's
+            choice, else the tensors' device (CPU -> cpu, CUDA -> nvidia).
+
+    Raises:
+        InvalidArgumentError (a ValueError), UnsupportedDtypeError (a TypeError),
+        NotSupportedError, RuntimeFailure; each carries .status and .message.
+
+    See also: softmax_backward, softmax_backward_.
+    """
+
 def vector_add(a: torch.Tensor, b: torch.Tensor, *, backend: str | None = None) -> torch.Tensor:
     """Elementwise `vector_add` of `a`, `b`, broadcast together. Returns a new contiguous
     tensor of the inputs' broadcast shape.
@@ -403,6 +468,9 @@ __all__ = [
     'softmax',
     'softmax_',
     'prepare_softmax',
+    'softmax_backward',
+    'softmax_backward_',
+    'prepare_softmax_backward',
     'vector_add',
     'vector_add_',
     'prepare_vector_add',

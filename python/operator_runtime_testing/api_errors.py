@@ -307,7 +307,9 @@ def _axis_cases(op: OpSpec) -> list[ApiErrorCase]:
             "axis_of_a_0d_tensor",
             invalid,
             "out of range for ndim 0",
-            lambda ctx: Operands(op, ctx).out_of_place(inputs=[ctx.tensor(())]),
+            lambda ctx: Operands(op, ctx).out_of_place(
+                inputs=[ctx.tensor(()) for _ in op.info.input_names]
+            ),
         ),
         _case(
             "non_integer_dim",

@@ -95,12 +95,14 @@ def elementwise_cases(
 
 
 def axis_cases(
-    keeps_axis: bool, dtypes: Sequence[torch.dtype] = DTYPES
+    keeps_axis: bool, dtypes: Sequence[torch.dtype] = DTYPES, num_inputs: int = 1
 ) -> list[CorrectnessCase]:
     """Rows of 1 to 2^20 elements, every axis position (negative too, 1-d to
     8-d), strided axes, transposed, sliced, padded, misaligned and stride-0
     inputs, empty tensors, strided outputs, and (keeps_axis: normalizations)
-    in-place or (reductions) keepdim, in every dtype."""
+    in-place or (reductions) keepdim, in every dtype. With two inputs (of one
+    shape, as softmax_backward's) both take each geometry's layout, and a few
+    cases give them different layouts or write out over the second."""
     geometries: list[tuple[str, TensorSpec, dict]] = [
         ("rows_of_one", spec((7, 1)), {}),
         ("one_dim", spec((1000,)), {}),
@@ -148,6 +150,14 @@ def axis_cases(
             ("keepdim", spec((6, 50, 7)), {"dim": 1, "keepdim": True}),
             ("keepdim_last", spec((10, 33)), {"keepdim": True}),
         ]
+    if num_inputs > 1:
+        geometries += [
+            ("in_place_second_input", spec((64, 33)), {"in_place": 1}),
+            ("second_input_transposed", spec((33, 65)), {"second": transposed(2)}),
+            ("second_input_at_other_offset", spec((12, 40)), {"second": Offset(Contiguous(), 1)}),
+            ("second_input_padded_axis_0", spec((40, 24)), {"second": Padded(3), "dim": 0}),
+            ("second_input_stride0_rows", spec((32, 64)), {"second": Broadcast((1, 64))}),
+        ]
     cases = []
     for dtype in dtypes:
         for name, input_spec, fields in geometries:
@@ -155,5 +165,7 @@ def axis_cases(
             params = {"dim": fields.pop("dim", -1)}
             if fields.pop("keepdim", False):
                 params["keepdim"] = True
-            cases.append(CorrectnessCase(named(name, dtype), (input_spec,), dtype, params, **fields))
+            second = fields.pop("second", input_spec.layout)
+            inputs = (input_spec, spec(input_spec.shape, second))[:num_inputs]
+            cases.append(CorrectnessCase(named(name, dtype), inputs, dtype, params, **fields))
     return cases

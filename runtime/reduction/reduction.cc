@@ -1,5 +1,5 @@
 // The host side of the reduction family: validation, the row plan, and the
-// descriptor lifecycle shared by reduce_sum and softmax.
+// descriptor lifecycle shared by reduce_sum, softmax and softmax_backward.
 #include "runtime/reduction/reduction.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@ namespace {
 
 // Kernels move partial results in the workspace as words of up to 16 bytes.
 constexpr size_t kWorkspaceAlignment = 16;
+constexpr int32_t kMaxReductionInputs = 2;
 
 struct ReductionDescriptor final : Descriptor {
   ReductionDescriptor(const char* op_name, oprt_backend_t backend_kind)
@@ -23,7 +24,7 @@ struct ReductionDescriptor final : Descriptor {
   // The layouts create checked, so execute can check the pointers it gets
   // against the same overlap rules.
   oprt_tensor_view_t out_view{};
-  oprt_tensor_view_t in_view{};
+  oprt_tensor_view_t in_views[kMaxReductionInputs]{};
 };
 
 bool keeps_axis_in_out(const ReductionOp& op) { return op.kind == OPRT_KIND_NORMALIZATION; }
@@ -53,38 +54,50 @@ bool is_same_shape(const oprt_tensor_view_t& out, const oprt_tensor_view_t& in) 
   return true;
 }
 
-// A normalization may run in place (out exactly aliasing in); a reduction's out
-// must not share memory with in at all.
+// A normalization may run in place (out exactly aliasing an input); a
+// reduction's out must not share memory with its input at all.
 oprt_status_t check_overlap(const ReductionOp& op, const oprt_tensor_view_t& out,
-                            const oprt_tensor_view_t& in) {
-  const Overlap shared = overlap(out, in);
-  if (keeps_axis_in_out(op) && shared == Overlap::kPartial) {
-    return fail(OPRT_ERR_INVALID_ARG,
-                "%s: out partially overlaps input; in-place needs the same data, shape and strides",
-                op.name);
-  }
-  if (!keeps_axis_in_out(op) && shared != Overlap::kNone) {
-    return fail(OPRT_ERR_INVALID_ARG, "%s: out overlaps input", op.name);
+                            const oprt_tensor_view_t* ins) {
+  for (int32_t i = 0; i < op.num_inputs; ++i) {
+    const Overlap shared = overlap(out, ins[i]);
+    if (keeps_axis_in_out(op) && shared == Overlap::kPartial) {
+      return fail(OPRT_ERR_INVALID_ARG,
+                  "%s: out partially overlaps %s; in-place needs the same data, shape and strides",
+                  op.name, op.input_names[i]);
+    }
+    if (!keeps_axis_in_out(op) && shared != Overlap::kNone) {
+      return fail(OPRT_ERR_INVALID_ARG, "%s: out overlaps %s", op.name, op.input_names[i]);
+    }
   }
   return OPRT_SUCCESS;
 }
 
 oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* out,
-                             const oprt_tensor_view_t* in, int32_t axis, int32_t* normalized_axis) {
+                             const oprt_tensor_view_t* const* inputs, int32_t axis,
+                             int32_t* normalized_axis) {
   OPRT_RETURN_IF_ERROR(check_view(op.name, "out", out));
-  OPRT_RETURN_IF_ERROR(check_view(op.name, "input", in));
-  if (out->dtype != in->dtype) {
-    return fail(OPRT_ERR_UNSUPPORTED_DTYPE, "%s: out dtype %s differs from input dtype %s", op.name,
-                dtype_name(out->dtype), dtype_name(in->dtype));
+  for (int32_t i = 0; i < op.num_inputs; ++i) {
+    OPRT_RETURN_IF_ERROR(check_view(op.name, op.input_names[i], inputs[i]));
+    if (out->dtype != inputs[i]->dtype) {
+      return fail(OPRT_ERR_UNSUPPORTED_DTYPE, "%s: out dtype %s differs from %s dtype %s",
+                  op.name, dtype_name(out->dtype), op.input_names[i],
+                  dtype_name(inputs[i]->dtype));
+    }
+    if (i > 0 && !is_same_shape(*inputs[i], *inputs[0])) {
+      return fail(OPRT_ERR_INVALID_ARG, "%s: %s shape %s must equal %s shape %s", op.name,
+                  op.input_names[i], shape_string(*inputs[i]), op.input_names[0],
+                  shape_string(*inputs[0]));
+    }
   }
+  const oprt_tensor_view_t* const in = inputs[0];
   if (axis < -in->ndim || axis >= in->ndim) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: axis %d out of range for ndim %d", op.name, axis,
                 in->ndim);
   }
   *normalized_axis = axis < 0 ? axis + in->ndim : axis;
   if (keeps_axis_in_out(op) && !is_same_shape(*out, *in)) {
-    return fail(OPRT_ERR_INVALID_ARG, "%s: out shape %s must equal input shape %s", op.name,
-                shape_string(*out), shape_string(*in));
+    return fail(OPRT_ERR_INVALID_ARG, "%s: out shape %s must equal %s shape %s", op.name,
+                shape_string(*out), op.input_names[0], shape_string(*in));
   }
   if (!keeps_axis_in_out(op) && !is_reduced_shape(*out, *in, *normalized_axis)) {
     return fail(OPRT_ERR_INVALID_ARG,
@@ -95,27 +108,33 @@ oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* ou
     return fail(OPRT_ERR_INVALID_ARG, "%s: out %s has overlapping elements", op.name,
                 shape_string(*out));
   }
-  return check_overlap(op, *out, *in);
+  oprt_tensor_view_t ins[kMaxReductionInputs];
+  for (int32_t i = 0; i < op.num_inputs; ++i) ins[i] = *inputs[i];
+  return check_overlap(op, *out, ins);
 }
 
 struct RowDim {
   int64_t size;
   int64_t in_stride;
+  int64_t second_in_stride;
   int64_t out_stride;
 };
 
 // The non-axis dimensions as rows: extent-1 dimensions dropped, the rest sorted
 // so the input's smallest stride is innermost (neighbouring rows are then
 // neighbours in memory, which the strided kernels rely on for coalescing), and
-// merged wherever one stride steps over the other dimension in both tensors.
+// merged wherever one stride steps over the other dimension in every tensor.
+// second_in, when there is one, has in's shape (else it is in itself).
 RowOffsets make_row_offsets(const oprt_tensor_view_t& out, const oprt_tensor_view_t& in,
-                            int32_t axis, bool out_keeps_axis) {
+                            const oprt_tensor_view_t& second_in, int32_t axis,
+                            bool out_keeps_axis) {
   RowDim dims[OPRT_MAX_DIMS];
   int32_t count = 0;
   for (int32_t d = 0; d < in.ndim; ++d) {
     if (d == axis || in.shape[d] == 1) continue;
     const int32_t out_dim = (out_keeps_axis || out.ndim == in.ndim || d < axis) ? d : d - 1;
-    dims[count++] = RowDim{in.shape[d], in.strides[d], out.strides[out_dim]};
+    dims[count++] =
+        RowDim{in.shape[d], in.strides[d], second_in.strides[d], out.strides[out_dim]};
   }
   std::stable_sort(dims, dims + count, [](const RowDim& a, const RowDim& b) {
     if (std::llabs(a.in_stride) != std::llabs(b.in_stride)) {
@@ -130,6 +149,7 @@ RowOffsets make_row_offsets(const oprt_tensor_view_t& out, const oprt_tensor_vie
       const int32_t inner = offsets.ndim - 1;
       const int64_t inner_size = offsets.sizes[inner];
       if (dim.in_stride == offsets.in_strides[inner] * inner_size &&
+          dim.second_in_stride == offsets.second_in_strides[inner] * inner_size &&
           dim.out_stride == offsets.out_strides[inner] * inner_size) {
         offsets.sizes[inner] *= dim.size;
         continue;
@@ -137,6 +157,7 @@ RowOffsets make_row_offsets(const oprt_tensor_view_t& out, const oprt_tensor_vie
     }
     offsets.sizes[offsets.ndim] = dim.size;
     offsets.in_strides[offsets.ndim] = dim.in_stride;
+    offsets.second_in_strides[offsets.ndim] = dim.second_in_stride;
     offsets.out_strides[offsets.ndim] = dim.out_stride;
     ++offsets.ndim;
   }
@@ -144,15 +165,19 @@ RowOffsets make_row_offsets(const oprt_tensor_view_t& out, const oprt_tensor_vie
 }
 
 ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
-                        const oprt_tensor_view_t& in, int32_t axis) {
+                        const oprt_tensor_view_t* ins, int32_t axis) {
   const bool out_keeps_axis = keeps_axis_in_out(op);
+  const oprt_tensor_view_t& in = ins[0];
+  const oprt_tensor_view_t& second_in = ins[op.num_inputs > 1 ? 1 : 0];
   ReductionPlan plan{};
   plan.dtype = in.dtype;
+  plan.num_inputs = op.num_inputs;
   plan.row_length = in.shape[axis];
   // Along an axis of extent 1 the stride is never stepped; 1 lets such rows take the fast path.
   plan.in_axis_stride = plan.row_length > 1 ? in.strides[axis] : 1;
+  plan.second_in_axis_stride = plan.row_length > 1 ? second_in.strides[axis] : 1;
   plan.out_axis_stride = !out_keeps_axis ? 0 : plan.row_length > 1 ? out.strides[axis] : 1;
-  plan.row_offsets = make_row_offsets(out, in, axis, out_keeps_axis);
+  plan.row_offsets = make_row_offsets(out, in, second_in, axis, out_keeps_axis);
   plan.rows = 1;
   for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) plan.rows *= plan.row_offsets.sizes[d];
   plan.row_splits = 1;
@@ -174,25 +199,44 @@ bool has_no_work(const ReductionPlan& plan) {
 
 }  // namespace
 
-bool rows_take_vectors(const ReductionPlan& plan, const void* out, const void* in,
-                       size_t vector_bytes) {
+namespace {
+
+// Whether every row of tensors a and b (at a_address, b_address, with row
+// strides a_strides, b_strides) starts at the same offset from a vector
+// boundary. Row r's two starts differ by (a - b) + sum_d index_d (a_stride_d -
+// b_stride_d) elements, so exactly when each term is a whole number of vectors.
+bool rows_share_vector_offsets(const ReductionPlan& plan, const void* a_address,
+                               const int64_t* a_strides, const void* b_address,
+                               const int64_t* b_strides, size_t vector_bytes) {
   const auto element = static_cast<int64_t>(oprt_dtype_size(plan.dtype));
-  const bool writes_rows = plan.out_axis_stride != 0;
-  if (plan.in_axis_stride != 1 || (writes_rows && plan.out_axis_stride != 1)) return false;
-  const auto in_address = reinterpret_cast<uintptr_t>(in);
-  if (in_address % element != 0) return false;
-  if (!writes_rows) return true;
   const auto vector = static_cast<int64_t>(vector_bytes);
-  const auto out_address = reinterpret_cast<uintptr_t>(out);
-  // Row r's two starts differ by (in - out) + sum_d index_d (in_stride_d - out_stride_d)
-  // elements; they share their offset from a vector boundary for every r exactly
-  // when each term is a whole number of vectors.
-  if ((in_address - out_address) % vector_bytes != 0) return false;
+  const auto a = reinterpret_cast<uintptr_t>(a_address);
+  const auto b = reinterpret_cast<uintptr_t>(b_address);
+  if ((a - b) % vector_bytes != 0) return false;
   for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) {
-    const int64_t difference = plan.row_offsets.in_strides[d] - plan.row_offsets.out_strides[d];
-    if (difference * element % vector != 0) return false;
+    if ((a_strides[d] - b_strides[d]) * element % vector != 0) return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool rows_take_vectors(const ReductionPlan& plan, const void* out, const void* const* inputs,
+                       size_t vector_bytes) {
+  const auto element = static_cast<uintptr_t>(oprt_dtype_size(plan.dtype));
+  const bool writes_rows = plan.out_axis_stride != 0;
+  const void* const in = inputs[0];
+  if (plan.in_axis_stride != 1 || (writes_rows && plan.out_axis_stride != 1)) return false;
+  if (reinterpret_cast<uintptr_t>(in) % element != 0) return false;
+  const RowOffsets& offsets = plan.row_offsets;
+  if (plan.num_inputs > 1 &&
+      (plan.second_in_axis_stride != 1 ||
+       !rows_share_vector_offsets(plan, in, offsets.in_strides, inputs[1],
+                                  offsets.second_in_strides, vector_bytes))) {
+    return false;
+  }
+  return !writes_rows || rows_share_vector_offsets(plan, in, offsets.in_strides, out,
+                                                   offsets.out_strides, vector_bytes);
 }
 
 bool rows_start_on_vectors(const ReductionPlan& plan, const void* in, size_t vector_bytes) {
@@ -232,12 +276,13 @@ oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
 }
 
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, void** desc,
-                               const oprt_tensor_view_t* out, const oprt_tensor_view_t* in,
-                               int32_t axis) {
+                               const oprt_tensor_view_t* out,
+                               const oprt_tensor_view_t* const* inputs, int32_t axis) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
+  if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   int32_t normalized_axis = 0;
-  OPRT_RETURN_IF_ERROR(check_operands(op, out, in, axis, &normalized_axis));
+  OPRT_RETURN_IF_ERROR(check_operands(op, out, inputs, axis, &normalized_axis));
   oprt_backend_t backend = OPRT_BACKEND_AUTO;
   OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
   const auto* kernels = static_cast<const ReductionKernels*>(find_kernel(op.name, backend));
@@ -245,8 +290,9 @@ oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, 
     return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
                 oprt_backend_string(backend));
   }
-  ReductionPlan plan =
-      make_plan(op, layout_of_checked(*out), layout_of_checked(*in), normalized_axis);
+  oprt_tensor_view_t in_views[kMaxReductionInputs]{};
+  for (int32_t i = 0; i < op.num_inputs; ++i) in_views[i] = layout_of_checked(*inputs[i]);
+  ReductionPlan plan = make_plan(op, layout_of_checked(*out), in_views, normalized_axis);
   size_t workspace_bytes = 0;
   OPRT_RETURN_IF_ERROR(kernels->prepare(&plan, &workspace_bytes));
   auto* created = new (std::nothrow) ReductionDescriptor(op.name, backend);
@@ -255,7 +301,7 @@ oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, 
   created->plan = plan;
   created->workspace_bytes = workspace_bytes;
   created->out_view = layout_of_checked(*out);
-  created->in_view = layout_of_checked(*in);
+  for (int32_t i = 0; i < op.num_inputs; ++i) created->in_views[i] = in_views[i];
   *desc = track(created);
   return succeed();
 }
@@ -264,11 +310,10 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t 
                                           void** desc,
                                           const oprt_tensor_view_t* out,
                                           const oprt_tensor_view_t* const* inputs, double dim) {
-  if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   if (!(dim == std::trunc(dim) && dim >= INT32_MIN && dim <= INT32_MAX)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: dim must be an integer, got %g", op.name, dim);
   }
-  return create_reduction(op, backend, desc, out, inputs[0], static_cast<int32_t>(dim));
+  return create_reduction(op, backend, desc, out, inputs, static_cast<int32_t>(dim));
 }
 
 oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
@@ -281,20 +326,25 @@ oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* de
 }
 
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
-                                size_t workspace_size, void* out, const void* in, void* stream) {
+                                size_t workspace_size, void* out, const void* const* inputs,
+                                void* stream) {
   const LiveReduction live(desc, op.name);
   if (live.get() == nullptr) return not_live(op);
   const ReductionPlan& plan = live->plan;
   if (has_no_work(plan)) return succeed();
   if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: out is null", op.name);
-  if (in == nullptr && plan.row_length > 0) {
-    return fail(OPRT_ERR_INVALID_ARG, "%s: input is null", op.name);
-  }
+  if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   oprt_tensor_view_t out_view = live->out_view;
-  oprt_tensor_view_t in_view = live->in_view;
   out_view.data = out;
-  in_view.data = const_cast<void*>(in);
-  OPRT_RETURN_IF_ERROR(check_overlap(op, out_view, in_view));
+  oprt_tensor_view_t in_views[kMaxReductionInputs];
+  for (int32_t i = 0; i < op.num_inputs; ++i) {
+    if (inputs[i] == nullptr && plan.row_length > 0) {
+      return fail(OPRT_ERR_INVALID_ARG, "%s: %s is null", op.name, op.input_names[i]);
+    }
+    in_views[i] = live->in_views[i];
+    in_views[i].data = const_cast<void*>(inputs[i]);
+  }
+  OPRT_RETURN_IF_ERROR(check_overlap(op, out_view, in_views));
   if (workspace_size < live->workspace_bytes) {
     return fail(OPRT_ERR_INSUFFICIENT_WORKSPACE,
                 "%s: workspace of %zu bytes is smaller than the %zu bytes this descriptor needs",
@@ -306,7 +356,7 @@ oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspa
                 "%s: workspace must point to %zu bytes aligned to %zu bytes", op.name,
                 live->workspace_bytes, kWorkspaceAlignment);
   }
-  OPRT_RETURN_IF_ERROR(live->kernels->execute(plan, workspace, out, in, stream));
+  OPRT_RETURN_IF_ERROR(live->kernels->execute(plan, workspace, out, inputs, stream));
   return succeed();
 }
 

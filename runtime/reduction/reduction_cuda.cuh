@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "runtime/core/numeric.h"
 #include "runtime/nvidia/device.cuh"
@@ -366,28 +367,50 @@ __device__ inline RowWalk<T, kWholeVectors> output_walk(const ReductionPlan& pla
   return {out + start.out, plan.out_axis_stride, plan.row_length, lead};
 }
 
-// Visits this member's share of positions [begin, end) of a walk: visit(p, x)
-// gets x = positions p .. p + kVec - 1 (fill outside the row). Members take
-// vectors in turn (so a team reads consecutive memory together) and kUnroll
-// vectors are loaded before any is visited, to keep several loads in flight.
-// begin is a multiple of kVec and end at most walk.end().
-template <int kVec, int kUnroll, class Walk, class Visit>
-__device__ inline void for_each_vector(const Walk& walk, float fill, int64_t begin, int64_t end,
-                                       int member, int width, Visit visit) {
+namespace detail {
+template <class Visit, class Held, size_t... kWalk>
+__device__ inline void visit_held(Visit& visit, int64_t p, Held& x, int u,
+                                  std::index_sequence<kWalk...>) {
+  visit(p, x[kWalk][u]...);
+}
+}  // namespace detail
+
+// Visits this member's share of positions [begin, end) of one or more walks of
+// equal leads, in step: visit(p, x...) gets, per walk, x = positions p .. p +
+// kVec - 1 (fill outside the row). Members take vectors in turn (so a team
+// reads consecutive memory together) and kUnroll vectors of every walk are
+// loaded before any is visited, to keep several loads in flight. begin is a
+// multiple of kVec and end at most the walks' end().
+template <int kVec, int kUnroll, class Visit, class... Walks>
+__device__ inline void for_each_vectors(float fill, int64_t begin, int64_t end, int member,
+                                        int width, Visit visit, const Walks&... walks) {
+  constexpr size_t kWalks = sizeof...(Walks);
+  const auto each_walk = std::make_index_sequence<kWalks>{};
   const int64_t step = static_cast<int64_t>(width) * kVec;
   int64_t p = begin + static_cast<int64_t>(member) * kVec;
   for (; p + (kUnroll - 1) * step < end; p += kUnroll * step) {
-    float x[kUnroll][kVec];
+    float x[kWalks][kUnroll][kVec];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) walk.template load<kVec>(p + u * step, fill, x[u]);
+    for (int u = 0; u < kUnroll; ++u) {
+      int w = 0;
+      (walks.template load<kVec>(p + u * step, fill, x[w++][u]), ...);
+    }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) visit(p + u * step, x[u]);
+    for (int u = 0; u < kUnroll; ++u) detail::visit_held(visit, p + u * step, x, u, each_walk);
   }
   for (; p < end; p += step) {
-    float x[kVec];
-    walk.template load<kVec>(p, fill, x);
-    visit(p, x);
+    float x[kWalks][1][kVec];
+    int w = 0;
+    (walks.template load<kVec>(p, fill, x[w++][0]), ...);
+    detail::visit_held(visit, p, x, 0, each_walk);
   }
+}
+
+// for_each_vectors over one walk: visit(p, x).
+template <int kVec, int kUnroll, class Walk, class Visit>
+__device__ inline void for_each_vector(const Walk& walk, float fill, int64_t begin, int64_t end,
+                                       int member, int width, Visit visit) {
+  for_each_vectors<kVec, kUnroll>(fill, begin, end, member, width, visit, walk);
 }
 
 // ---- Host side: launch choices shared by the family's operators ----
@@ -423,10 +446,11 @@ template <class T>
 constexpr int kWide = kVectorBytes / static_cast<int>(sizeof(T));
 
 // Vector width in elements for this launch: 16 bytes' worth when the rows may
-// be walked in aligned vectors (rows_take_vectors), else 1.
-template <class T>
-int vector_width(const ReductionPlan& plan, const void* out, const void* in) {
-  return rows_take_vectors(plan, out, in, kVectorBytes) ? kWide<T> : 1;
+// be walked in aligned vectors (rows_take_vectors), else 1. ins: the plan's inputs.
+template <class T, class... In>
+int vector_width(const ReductionPlan& plan, const void* out, const In*... ins) {
+  const void* const inputs[] = {ins...};
+  return rows_take_vectors(plan, out, inputs, kVectorBytes) ? kWide<T> : 1;
 }
 
 // Calls fn(std::bool_constant<W>{}, walk) for this launch's walks of

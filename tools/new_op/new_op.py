@@ -368,9 +368,12 @@ def substitutions(request: Request) -> dict[str, str]:
             "  return oprt::execute_elementwise",
             [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")
     else:
+        values["create_call"] = c_call(
+            "  return oprt::create_reduction",
+            [handle, "oprt::thread_backend()", "desc", "out", "inputs", "axis"], ");")
         values["execute_call"] = c_call(
             "  return oprt::execute_reduction",
-            [handle, "desc", "workspace", "workspace_size", "out", "in", "stream"], ");")
+            [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")
     return values
 
 

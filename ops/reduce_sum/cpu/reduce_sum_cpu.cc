@@ -53,12 +53,12 @@ void sum_neighbour_rows(const ReductionPlan& plan, int64_t first, int64_t count,
   }
 }
 
-oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out, const void* in,
-                      void* /*stream*/) {
+oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
+                      const void* const* inputs, void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* const target = static_cast<T*>(out);
-    const T* const source = static_cast<const T*>(in);
+    const T* const source = static_cast<const T*>(inputs[0]);
     if (rows_are_neighbours(plan)) {
       // Blocks of neighbouring rows, never crossing the innermost dimension's end.
       const int64_t inner = plan.row_offsets.sizes[0];

@@ -229,12 +229,12 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   return prepare_split_rows("reduce_sum", sizeof(float), shape, plan, workspace_bytes);
 }
 
-oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out, const void* in,
-                      void* stream) {
+oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,
+                      const void* const* inputs, void* stream) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     return launch<T>(plan, static_cast<float*>(workspace), static_cast<T*>(out),
-                     static_cast<const T*>(in), static_cast<cudaStream_t>(stream));
+                     static_cast<const T*>(inputs[0]), static_cast<cudaStream_t>(stream));
   });
 }
 

@@ -80,12 +80,12 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
   }
 }
 
-oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out, const void* in,
-                      void* /*stream*/) {
+oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
+                      const void* const* inputs, void* /*stream*/) {
   return dispatch_dtype(plan.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* const target = static_cast<T*>(out);
-    const T* const source = static_cast<const T*>(in);
+    const T* const source = static_cast<const T*>(inputs[0]);
     const bool contiguous = plan.in_axis_stride == 1 && plan.out_axis_stride == 1;
     parallel_for_rows(plan.rows, plan.row_length, [&](int64_t begin, int64_t end) {
       if (contiguous) {
