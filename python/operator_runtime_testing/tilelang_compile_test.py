@@ -5,9 +5,13 @@
 Each kernel of ops/<op>/tilelang/<op>.py, in both styles and every dtype, is
 lowered and compiled for {"kind": "cuda", "arch": "sm_90"} with that nvcc
 (CUDA_HOME is set to its toolkit) and must leave an sm_90 cubin holding the
-kernel in a fresh TileLang cache. Elementwise kernels are also compiled for
-TileLang's "c" target and run on CPU tensors in f32 and f16 (the C generator
-has no bfloat16), compared with the operator's reference. Bazel's
+kernel in a fresh TileLang cache, and take the operands the backend passes:
+the op's inputs by their table names in table order, then out, then the
+float parameters (elementwise), with the extents backend.py gives them.
+Elementwise kernels are also compiled for TileLang's "c" target and run on
+CPU tensors in f32 and f16 (the C generator has no bfloat16), compared with
+the operator's reference; row kernels use GPU fragments, which the "c" target
+cannot lower, so their math is checked only by the GPU tests. Bazel's
 //ops/<op>:tilelang_compile_test runs this; it needs no GPU.
 """
 
@@ -62,6 +66,38 @@ def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
     data = cubin.read_bytes()
     assert cubin_arch(data) == SM_90
     assert name.encode() in data, f"{cubin} does not define {name}"
+
+
+def _expected_operands(op: str) -> list[tuple[str | None, list[str]]]:
+    """(name, extents) of each kernel operand backend.py passes, in order; None
+    where the table has no name (out: `dst` for copy) or for scalars (no extents)."""
+    from operator_runtime.ops import OPERATORS, Kind
+
+    info = OPERATORS[op]
+    if info.kind == Kind.ELEMENTWISE:
+        tensor, out = ["n"], ["n"]
+        scalars = [(name, []) for name in info.param_names]
+    else:  # the axis is the layout, not an operand
+        tensor, out = ["m", "n"], ["m", "n"] if info.kind == Kind.NORMALIZATION else ["m"]
+        scalars = []
+    return [*((name, tensor) for name in info.input_names), (None, out), *scalars]
+
+
+@pytest.mark.parametrize("style", ["eager", "lazy"])
+def test_takes_the_operands_the_backend_passes(compiler, style):
+    op = os.environ[OP_ENV]
+    prim_func = compiler.kernel_definition(op, style).get_tir(dtype="float32")
+    operands = []
+    for param in prim_func.params:
+        buffer = prim_func.buffer_map.get(param)
+        if buffer is None:
+            operands.append((param.name, []))
+        else:
+            operands.append((buffer.name, [str(extent) for extent in buffer.shape]))
+    expected = _expected_operands(op)
+    assert len(operands) == len(expected), operands
+    for (name, extents), (expected_name, expected_extents) in zip(operands, expected):
+        assert (expected_name or name, expected_extents) == (name, extents), operands
 
 
 def _cpu_cases(op: str, dtype: torch.dtype):

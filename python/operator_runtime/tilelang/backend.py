@@ -13,10 +13,11 @@ layouts; this module brings operands there:
   (broadcast, strided, misaligned) is first copied by torch into a dense
   buffer in out's order, and a non-dense or misaligned `out` is written
   through a dense buffer copied into it afterwards.
-- rows (reduce_sum, softmax): the kernel wants the reduced axis innermost and
-  contiguous, as an (m, n) matrix. An input whose `movedim(axis, -1)` is
-  contiguous is used in place; any other is copied there first (one transposed
-  or compacting copy per run). A non-contiguous output goes through a buffer.
+- rows (reduce_sum, softmax, softmax_backward): the kernel wants the reduced
+  axis innermost and contiguous, as (m, n) matrices, one per input (all of one
+  shape). Each input whose `movedim(axis, -1)` is contiguous is used in place;
+  any other is copied there first (one transposed or compacting copy per run).
+  A non-contiguous output goes through a buffer.
 
 Kernels index with 32-bit extents: elementwise work is launched in chunks of
 2^30 elements, row work in chunks of whole rows below 2^31 elements; a single
@@ -101,14 +102,15 @@ class ElementwisePlan:
 
 
 class RowPlan:
-    """How a reduce_sum or softmax call's operands reach the (m, n) row kernel."""
+    """How a call of the reduction family reaches the (m, n) row kernel: its
+    inputs (one, or two of one shape as softmax_backward's) as matrices, then out."""
 
     shape_class = "rows"
 
-    def __init__(self, op: str, out: torch.Tensor, input: torch.Tensor, axis: float):
+    def __init__(self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], axis: float):
         self.keeps_axis = OPERATORS[op].kind == Kind.NORMALIZATION
-        self.axis = int(axis) % input.dim()
-        moved = input.movedim(self.axis, -1)
+        self.axis = int(axis) % inputs[0].dim()
+        moved = inputs[0].movedim(self.axis, -1)
         self.moved_shape = tuple(moved.shape)
         self.row_length = moved.shape[-1]
         self.rows = math.prod(self.moved_shape[:-1])
@@ -118,7 +120,7 @@ class RowPlan:
                 f"axis {self.axis} has {self.row_length}"
             )
         self.rows_per_launch = max(1, MAX_ELEMENTS // max(self.row_length, 1))
-        self.input_direct = moved.is_contiguous()
+        self.inputs_direct = [tensor.movedim(self.axis, -1).is_contiguous() for tensor in inputs]
         self.out_direct = self._out_rows(out).is_contiguous()
 
     def _out_rows(self, out: torch.Tensor) -> torch.Tensor:
@@ -135,15 +137,16 @@ class RowPlan:
             if not self.keeps_axis:
                 out.zero_()
             return
-        (input,) = inputs
-        moved = input.movedim(self.axis, -1)
-        matrix = (moved if self.input_direct else moved.contiguous()).view(self.rows, self.row_length)
+        matrices = []
+        for tensor, direct in zip(inputs, self.inputs_direct):
+            moved = tensor.movedim(self.axis, -1)
+            matrices.append((moved if direct else moved.contiguous()).view(self.rows, self.row_length))
         out_rows = self._out_rows(out)
         target = out_rows if self.out_direct else torch.empty(out_rows.shape, dtype=out.dtype, device=out.device)
         result = target.view(self.rows, self.row_length) if self.keeps_axis else target.view(self.rows)
         for start in range(0, self.rows, self.rows_per_launch):
             part = slice(start, start + self.rows_per_launch)
-            kernel(matrix[part], result[part])
+            kernel(*(matrix[part] for matrix in matrices), result[part])
         if target is not out_rows:
             out_rows.copy_(target)
 
@@ -224,7 +227,7 @@ class TileLangBackend:
         if OPERATORS[op].kind == Kind.ELEMENTWISE:
             plan, scalars = ElementwisePlan(out, inputs), params
         else:
-            plan, scalars = RowPlan(op, out, inputs[0], params[0]), ()
+            plan, scalars = RowPlan(op, out, inputs, params[0]), ()
         compiled = compiler.KERNELS.get(
             op, compiler.get_style(), compiler.DTYPE_NAMES[out.dtype], shape_class(op),
             compiler.cuda_target(out.device),
