@@ -1,7 +1,7 @@
 """oprt as a PyTorch program sees it: the torch.library ops, torch.compile
 (fullgraph) and torch.export of a model using every operator, FakeTensor and meta
 tensors, torch.library.opcheck over a sample of every case table, the autograd
-contract (requires grad raises, version counters, leaves), torch.jit.trace, and
+contract (gradients or a raise naming the operator, version counters, leaves), torch.jit.trace, and
 the descriptor cache behind ort.<op> (bounds, clearing, threads).
 
 Runs on the cpu backend everywhere and, where a CUDA device is present (the
@@ -21,7 +21,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import operator_runtime as ort
-from operator_runtime import library
+from operator_runtime import autograd, library
 from operator_runtime.ops import Kind
 from operator_runtime_testing.tensors import generator_for, make_input
 
@@ -176,14 +176,24 @@ def test_opcheck_over_the_case_table(name):
 
 
 @pytest.mark.parametrize("name", OPS)
-def test_inputs_that_require_grad_raise_naming_the_operator(name, device):
+def test_inputs_that_require_grad_get_gradients_or_raise_naming_the_operator(name, device):
+    """The five forward ops are differentiable (tests/autograd_test.py checks the
+    values); the backward ops, and every out= form, raise."""
     info = ort.OPERATORS[name]
     inputs = [torch.randn(4, 8, device=device) for _ in info.input_names]
     inputs[-1].requires_grad_(True)
+    compiled = torch.compile(getattr(ort, name), fullgraph=True, backend="aot_eager")
+    if name in autograd.GRADIENTS:
+        assert getattr(ort, name)(*inputs).requires_grad
+        assert compiled(*inputs).requires_grad
+    else:
+        with pytest.raises(ort.AutogradError, match=f"{name}: {info.input_names[-1]} requires grad"):
+            getattr(ort, name)(*inputs)
+        with pytest.raises(RuntimeError, match=f"{name}: .* requires grad"):
+            compiled(*inputs)
+    out = torch.empty(4, 8, device=device)
     with pytest.raises(ort.AutogradError, match=f"{name}: {info.input_names[-1]} requires grad"):
-        getattr(ort, name)(*inputs)
-    with pytest.raises(RuntimeError, match=f"{name}: .* requires grad"):
-        torch.compile(getattr(ort, name), fullgraph=True, backend="aot_eager")(*inputs)
+        getattr(ort, name + "_")(out, *inputs)
     with torch.no_grad():
         result = getattr(ort, name)(*inputs)
     assert not result.requires_grad

@@ -18,11 +18,14 @@ which runs it through ``_C.run`` or raises the library's exception.
 ``ort.<op>`` and ``ort.<op>_`` call these ops, so torch sees every call: its
 version counter, its tracers and its compilers.
 
-Autograd: oprt has no backward operators yet, so a call in which an input
-requires grad (with grad mode on) raises AutogradError naming the operator, as
-does an out that requires grad: nothing is ever silently detached. The
-out-variant bumps ``out``'s version counter, so autograd notices when a
-tensor it saved is overwritten.
+Autograd: the functional ops of copy, vector_add, relu, reduce_sum and
+softmax have gradients (``autograd``, on oprt's own ops). A call that would
+need a gradient oprt does not have raises AutogradError naming the operator:
+an input that requires grad (with grad mode on) of an op without one (the
+backward ops: no double backward) or of an out= form (which, as torch's own
+out= functions, has none), and an out that requires grad. Nothing is ever
+silently detached. The out-variant bumps ``out``'s version counter, so
+autograd notices when a tensor it saved is overwritten.
 
 Streams: on CUDA tensors a call is enqueued on the current stream of the
 tensors' device, like any torch op; it never synchronises.
@@ -34,7 +37,7 @@ from typing import Any, Sequence
 
 import torch
 
-from operator_runtime import _C, backends
+from operator_runtime import _C, autograd, backends
 from operator_runtime._internal import tensors
 from operator_runtime.errors import AutogradError, from_c_error
 from operator_runtime.operator_table import (
@@ -83,8 +86,10 @@ def schemas(info: OperatorInfo) -> tuple[str, str]:
 
 
 def check_autograd(op: str, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],
-                   input_names: Sequence[str]) -> None:
-    """AutogradError when a tensor of the call takes part in autograd."""
+                   input_names: Sequence[str], out_form: bool) -> None:
+    """AutogradError when a tensor of the call takes part in autograd, which the
+    call cannot follow: reached only by calls the autograd formulas do not
+    cover (out_form: an out= form or a prepared run, never differentiable)."""
     if not torch.is_grad_enabled():
         return
     if out is not None and out.requires_grad:
@@ -94,15 +99,21 @@ def check_autograd(op: str, out: torch.Tensor | None, inputs: Sequence[torch.Ten
                 f"grad is being used in an in-place operation"
             )
         raise AutogradError(
-            f"{op}: out requires grad, but oprt has no backward for {op}; write into a tensor "
-            f"that does not require grad, or call it under torch.no_grad()"
+            f"{op}: out requires grad, but writing into out has no backward; write into a "
+            f"tensor that does not require grad, or call it under torch.no_grad()"
         )
     for name, tensor in zip(input_names, inputs):
-        if tensor.requires_grad:
+        if not tensor.requires_grad:
+            continue
+        if out_form and op in autograd.GRADIENTS:
             raise AutogradError(
-                f"{op}: {name} requires grad, but oprt has no backward for {op}; detach it or "
-                f"call it under torch.no_grad()"
+                f"{op}: {name} requires grad, but the out= form of {op} has no backward (as "
+                f"torch's out= functions); call ort.{op}(...) for gradients, or detach it"
             )
+        raise AutogradError(
+            f"{op}: {name} requires grad, but oprt has no backward for {op}; detach it or "
+            f"call it under torch.no_grad()"
+        )
 
 
 def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Sequence[Any],
@@ -121,10 +132,10 @@ def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Seque
 
 
 def execute(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
-            params: Sequence[Any], backend: str | None) -> None:
+            params: Sequence[Any], backend: str | None, out_form: bool) -> None:
     """Runs info's op into out: the body of the Python implementations
     (oprt::_python_<op>[_out]), which take the calls the C++ kernels do not."""
-    check_autograd(info.name, out, inputs, info.input_names)
+    check_autograd(info.name, out, inputs, info.input_names, out_form)
     name = backends.resolve(info.name, backend, out.device)
     code = backends.NATIVE_BACKEND_CODES.get(name)
     if code is None:
@@ -162,7 +173,7 @@ def check_fake_call(info: OperatorInfo, out: torch.Tensor | None, inputs: Sequen
     """What a fake kernel can check without data: autograd, devices, the axis, the backend.
     Meta tensors are shape-only whatever backend runs real ones, except that a
     backend named explicitly refuses them, as it refuses any device it cannot run."""
-    check_autograd(info.name, out, inputs, info.input_names)
+    check_autograd(info.name, out, inputs, info.input_names, out_form=out is not None)
     named = ([("out", out)] if out is not None else []) + list(zip(info.input_names, inputs))
     device = tensors.common_device(info.name, named)
     if AXIS_PARAM in info.param_names:
@@ -201,7 +212,7 @@ def _functional_kernel(info: OperatorInfo, fake: bool = False):
             check_fake_call(info, None, inputs, params, backend)
         out = new_output(info, inputs, params, *args[num_inputs + num_params : -1])
         if not fake:
-            execute(info, out, inputs, params, backend)
+            execute(info, out, inputs, params, backend, out_form=False)
         return out
 
     return kernel
@@ -218,7 +229,7 @@ def _out_kernel(info: OperatorInfo, fake: bool = False):
             # out's shape is checked when the real kernel runs (the C runtime's rules).
             check_fake_call(info, out, inputs, params, backend)
             return
-        execute(info, out, inputs, params, backend)
+        execute(info, out, inputs, params, backend, out_form=True)
         torch.autograd.graph.increment_version(out)
 
     return kernel
@@ -243,6 +254,7 @@ def _register(info: OperatorInfo) -> tuple[Any, Any]:
 
 # op name -> (functional OpOverload, out-variant OpOverload)
 TORCH_OPS: dict[str, tuple[Any, Any]] = {name: _register(info) for name, info in OPERATORS.items()}
+autograd.register(NAMESPACE, _LIBRARY)
 # A prepared descriptor's run (ops.Prepared.run), served by a C++ kernel that gets the
 # at::Tensors from torch's dispatcher: 0 once run, 1 when Prepared's Python path must
 # run it and say what is wrong. Eager only; never traced.

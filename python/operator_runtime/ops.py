@@ -231,7 +231,7 @@ class Prepared:
         ):
             return out
         # The Python path: it runs the call the C++ one refused, or raises why.
-        library.check_autograd(self.op, out, bound_inputs, self._info.input_names)
+        library.check_autograd(self.op, out, bound_inputs, self._info.input_names, out_form=True)
         try:
             self._execute(out, bound_inputs, stream, workspace_ptr, self.workspace_size)
         except _C.Error as error:
