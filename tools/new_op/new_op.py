@@ -4,22 +4,27 @@
     tools/bazel run //tools:new_op -- --name=relu_backward --kind=elementwise \
         --inputs=dy,x --params=negative_slope=0.0
     tools/bazel run //tools:new_op -- --name=reduce_max --kind=reduction
+    tools/bazel run //tools:new_op -- --name=softmax_backward --kind=normalization --inputs=dy,y
 
 It writes `ops/<name>/` (public header, front end, cpu/ and nvidia/ backends, cases.py,
-BUILD.bazel calling `oprt_operator`; an elementwise operator also gets its functor header)
-and adds `"<name>"` to `OPERATORS` in `ops/registry.bzl`. Under `bazel run` it writes into
-the workspace it was run from ($BUILD_WORKSPACE_DIRECTORY); `--workspace` names another.
+BUILD.bazel calling `oprt_operator`, TileLang kernels; an elementwise operator also gets
+its functor header) and adds `"<name>"` to `OPERATORS` in `ops/registry.bzl`. Under `bazel
+run` it writes into the workspace it was run from ($BUILD_WORKSPACE_DIRECTORY); `--workspace` names another.
 
 An elementwise operator takes one input (`input`) or two; `--inputs` gives their number
 (2: `a` and `b`) or their names (`--inputs=dy,x`), and `--params` its float parameters
 with their defaults (`--params=negative_slope=0.0,scale=1`): each becomes an argument of
 the C create function and of the Python API, an op-table entry and a field of the functor.
+The reduction family works along an axis, its one parameter `dim`: a `reduction`
+(OPRT_KIND_REDUCTION, like reduce_sum) takes one input and drops or keeps the axis as 1; a
+`normalization` (OPRT_KIND_NORMALIZATION, like softmax) writes out in its inputs' shape and
+takes one input, or two of one shape (`--inputs=dy,y`, like softmax_backward).
 
 What is left to write is marked `======` in the generated files:
 - elementwise: `operator()` of `ops/<name>/<name>_functor.h` (one functor for cpu and
   nvidia; until then every backend fails with "<name>: not implemented") and `reference()`
   in `ops/<name>/cases.py`;
-- reduction: the `execute` of `cpu/<name>_cpu.cc` and of `nvidia/<name>.cu`, and
+- reduction, normalization: the `execute` of `cpu/<name>_cpu.cc` and of `nvidia/<name>.cu`, and
   `reference()` in `cases.py`.
 
 It refuses, with a message and exit status 2, a name that is not a valid operator name,
@@ -41,7 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 
-KINDS = ("elementwise", "reduction")
+KINDS = ("elementwise", "reduction", "normalization")
+# The kinds built on runtime/reduction/reduction.h (their templates are in reduction/), with
+# the C kind of each.
+REDUCTION_FAMILY = {"reduction": "OPRT_KIND_REDUCTION", "normalization": "OPRT_KIND_NORMALIZATION"}
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REGISTRY = Path("ops/registry.bzl")
 
@@ -64,11 +72,12 @@ _API_NAMES = frozenset(
 )
 # Names the generated files use beside the operands, so no input or parameter may take
 # them: the C functions' other arguments and locals (desc, workspace, workspace_size,
-# stream, bytes, inputs, params), the Python API's (out, backend, keepdim; dim is the axis
-# of a reduction), the TileLang kernels' (i, n, dtype) and cases.py's module (torch).
+# stream, bytes, inputs, params, axis), the Python API's (out, backend, keepdim; dim is the
+# axis of a reduction), the TileLang kernels' (i, n, dtype; m and row in row kernels) and
+# cases.py's module (torch).
 _RESERVED_OPERAND_NAMES = frozenset(
-    ("backend", "bytes", "desc", "dim", "dtype", "i", "inputs", "keepdim", "n", "out", "params",
-     "stream", "torch", "workspace", "workspace_size")
+    ("axis", "backend", "bytes", "desc", "dim", "dtype", "i", "inputs", "keepdim", "m", "n", "out",
+     "params", "row", "stream", "torch", "workspace", "workspace_size")
 )
 # The one input of an operator is `input` in the op table and in Python, and `in` in C,
 # as relu and reduce_sum name it (`in` is a Python keyword).
@@ -76,8 +85,12 @@ DEFAULT_INPUT = "input"
 _C_NAMES = {DEFAULT_INPUT: "in"}
 # --inputs=<count>: the names an operator of that many inputs gets.
 _COUNTED_INPUTS = {1: (DEFAULT_INPUT,), 2: ("a", "b")}
-# kMaxElementwiseInputs in runtime/elementwise/elementwise.h.
-_MAX_ELEMENTWISE_INPUTS = 2
+# The most inputs of each kind: kMaxElementwiseInputs in runtime/elementwise/elementwise.h;
+# a reduction's out has another shape than its input, so create_reduction allows a second
+# input (of the first's shape) only to a normalization.
+_MAX_INPUTS = {"elementwise": 2, "reduction": 1, "normalization": 2}
+_KIND_NOUNS = {"elementwise": "an elementwise operator", "reduction": "a reduction",
+               "normalization": "a normalization"}
 # A functor travels in kMaxElementwiseParamBytes (32) bytes of the descriptor, 8 floats;
 # the binding's descriptor cache keys on at most kMaxParams (8) values.
 _MAX_PARAMS = 8
@@ -152,16 +165,12 @@ def check_operand_name(role: str, name: str) -> None:
 
 
 def check_operands(request: Request) -> None:
-    if request.kind == "reduction":
-        if request.inputs != (DEFAULT_INPUT,):
-            raise Refusal("--inputs: a reduction takes exactly one input")
-        if request.params:
-            raise Refusal("--params: a reduction's only parameter is its axis, dim")
-        return
-    if not 1 <= len(request.inputs) <= _MAX_ELEMENTWISE_INPUTS:
-        raise Refusal(
-            f"--inputs={','.join(request.inputs)}: an elementwise operator takes 1 or 2 inputs"
-        )
+    most = _MAX_INPUTS[request.kind]
+    if not 1 <= len(request.inputs) <= most:
+        counts = "exactly one input" if most == 1 else f"1 or {most} inputs"
+        raise Refusal(f"--inputs={','.join(request.inputs)}: {_KIND_NOUNS[request.kind]} takes {counts}")
+    if request.kind in REDUCTION_FAMILY and request.params:
+        raise Refusal(f"--params: {_KIND_NOUNS[request.kind]}'s only parameter is its axis, dim")
     if len(request.params) > _MAX_PARAMS:
         raise Refusal(
             f"--params: {len(request.params)} parameters; a functor holds at most {_MAX_PARAMS}"
@@ -247,7 +256,7 @@ def signatures(request: Request) -> dict[str, tuple[str, list[str]]]:
         create_params += ["float " + name for name, _ in request.params]
         workspace_params = [f"{handle} desc", "size_t* bytes"]
     else:
-        create_params = [view + "out", view + "in", "int32_t axis"]
+        create_params = [view + name for name in ["out", *inputs]] + ["int32_t axis"]
         workspace_params = [f"{handle} desc", "size_t* workspace_size"]
     pointers = ["const void* " + name for name in inputs]
     return {
@@ -293,6 +302,88 @@ def front_end_table(request: Request, Op: str) -> dict[str, str]:
     }
 
 
+def reduction_family_values(request: Request, Op: str) -> dict[str, str]:
+    """What a reduction's and a normalization's files differ in: the C kind, the inputs'
+    names in the op table, whether out keeps the axis, and the operator to copy from."""
+    op, inputs = request.name, list(request.inputs)
+    keeps_axis = request.kind == "normalization"
+    named = inputs != [DEFAULT_INPUT]
+    # ReductionOp's defaults are one input named "input".
+    fields = [f'"{op}"', REDUCTION_FAMILY[request.kind]]
+    if named:
+        fields += [str(len(inputs)), "kInputNames"]
+    c_inputs = [c_name(name) for name in inputs]
+    if len(inputs) == 1:
+        example = "softmax" if keeps_axis else "reduce_sum"
+        of_inputs, shapes = c_inputs[0], f"{c_inputs[0]} and out"
+    else:
+        example = "softmax_backward"
+        of_inputs, shapes = " and ".join(c_inputs), ", ".join(c_inputs) + " and out"
+    if keeps_axis:
+        layout = (
+            f"{shapes} have one shape and one dtype (f32, f16 or bf16); any of them may have any "
+            f"strides. out may be {' or '.join(c_inputs)} itself (same data and strides: in place) "
+            "but must not overlap it otherwise."
+        )
+    else:
+        layout = (
+            f"out has {c_inputs[0]}'s shape with the axis removed or kept as 1; {shapes} may have "
+            "any strides, share one dtype (f32, f16 or bf16) and must not overlap."
+        )
+    # The header's paragraph, wrapped inside its /* ... */ comment as the operators' headers are.
+    header = "\n * ".join(textwrap.wrap(
+        f"axis may be negative (counted from the end). {layout} Workspace: what "
+        "get_workspace_size says.", 80 - len(" * ")))
+    # The plan's fields of the first and the second input.
+    walk = [f"with {name} = inputs[{index}], its element i is "
+            f"{name}[start.{field} + i * plan.{field}_axis_stride]"
+            for index, (name, field) in enumerate(zip(c_inputs, ("in", "second_in")))]
+    result = ("its element i goes to out[start.out + i * plan.out_axis_stride]" if keeps_axis
+              else "its result goes to out[start.out]")
+    cpu_comment = "\n// ".join(textwrap.wrap(
+        "The plan (runtime/reduction/reduction.h) holds plan.rows rows of plan.row_length "
+        "elements of dtype plan.dtype. Row r starts at RowStart start = "
+        f"row_start(plan.row_offsets, r); {'; '.join(walk)}; {result}. dispatch_dtype gives the "
+        "storage type T; to_float and from_float<T> convert. "
+        f"ops/{example}/cpu/{example}_cpu.cc is a complete kernel of this shape.",
+        _COLUMNS - len("// "), break_on_hyphens=False))
+    out_extents = "m, n" if keeps_axis else "m"
+    out_shape = "(m, n)" if keeps_axis else "(m,)"
+    return {
+        "family": "reduction",
+        "input_names_table": (
+            c_call("constexpr const char* kInputNames[] = ", [f'"{name}"' for name in inputs], "};",
+                   bracket="{") + "\n" if named else ""
+        ),
+        "reduction_op": c_call(f"constexpr oprt::ReductionOp k{Op} = ", fields, "};", bracket="{"),
+        "of_inputs": of_inputs,
+        "header_paragraph": header,
+        "cpu_comment": cpu_comment,
+        "example": example,
+        "rows_result": (
+            "out[row + i, j] for rows row + i < m (i < BLOCK_M), columns j < n"
+            if keeps_axis else "out[row + i] for the rows row .. row + BLOCK_M - 1 (< m)"
+        ),
+        "tilelang_rows_params": ", ".join(["row", *inputs, "out", "m", "n"]),
+        "tilelang_eager_declarations": "\n".join(
+            f"    {name}: T.Tensor[[m, n], dtype]" for name in inputs
+        ),
+        "tilelang_out_extents": f"[{out_extents}]",
+        "tilelang_lazy_params": ", ".join(
+            [*(f"{name}: T.Tensor((m, n), dtype)" for name in inputs),
+             f"out: T.Tensor({out_shape}, dtype)"]
+        ),
+        "reference_params": ", ".join(
+            [*(f"{name}: torch.Tensor" for name in inputs), "dim: int = -1",
+             *([] if keeps_axis else ["keepdim: bool = False"])]
+        ),
+        # axis_cases' own default is one input.
+        "axis_cases_arguments": f"keeps_axis={keeps_axis}"
+        + ("" if len(inputs) == 1 else f", num_inputs={len(inputs)}"),
+        "benchmark_shapes": "(shape,)" if len(inputs) == 1 else f"(shape,) * {len(inputs)}",
+    }
+
+
 def substitutions(request: Request) -> dict[str, str]:
     op, kind = request.name, request.kind
     # The inputs' names in the op table and in Python, in C, and in the functor.
@@ -306,6 +397,7 @@ def substitutions(request: Request) -> dict[str, str]:
         "op": op,
         "Op": camel_case(op),
         "kind": kind,
+        "family": kind,
         "num_inputs": str(len(c_inputs)),
         "c_inputs": ", ".join(c_inputs),
         "quoted_input_names": ", ".join(f'"{name}"' for name in table_inputs),
@@ -368,6 +460,7 @@ def substitutions(request: Request) -> dict[str, str]:
             "  return oprt::execute_elementwise",
             [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")
     else:
+        values.update(reduction_family_values(request, values["Op"]))
         values["create_call"] = c_call(
             "  return oprt::create_reduction",
             [handle, "oprt::thread_backend()", "desc", "out", "inputs", "axis"], ");")
@@ -380,16 +473,16 @@ def substitutions(request: Request) -> dict[str, str]:
 def planned_files(request: Request) -> dict[Path, str]:
     """The files the scaffolder writes for request, by path relative to the workspace."""
     values = substitutions(request)
-    op = request.name
+    op, family = request.name, values["family"]
     folder = Path("ops") / op
     sources = {
         folder / "BUILD.bazel": "BUILD.bazel.tmpl",
-        folder / f"{op}.h": f"{request.kind}/op.h.tmpl",
-        folder / f"{op}.cc": f"{request.kind}/op.cc.tmpl",
-        folder / "cpu" / f"{op}_cpu.cc": f"{request.kind}/op_cpu.cc.tmpl",
-        folder / "nvidia" / f"{op}.cu": f"{request.kind}/op.cu.tmpl",
-        folder / "cases.py": f"{request.kind}/cases.py.tmpl",
-        folder / "tilelang" / f"{op}.py": f"{request.kind}/op_tilelang.py.tmpl",
+        folder / f"{op}.h": f"{family}/op.h.tmpl",
+        folder / f"{op}.cc": f"{family}/op.cc.tmpl",
+        folder / "cpu" / f"{op}_cpu.cc": f"{family}/op_cpu.cc.tmpl",
+        folder / "nvidia" / f"{op}.cu": f"{family}/op.cu.tmpl",
+        folder / "cases.py": f"{family}/cases.py.tmpl",
+        folder / "tilelang" / f"{op}.py": f"{family}/op_tilelang.py.tmpl",
     }
     if request.kind == "elementwise":
         sources[folder / f"{op}_functor.h"] = "elementwise/op_functor.h.tmpl"
@@ -425,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", required=True, help=" or ".join(KINDS))
     parser.add_argument(
         "--inputs", default="1",
-        help="elementwise only: 1 or 2 (named input, or a and b), or the names, e.g. dy,x",
+        help="1 or 2 (named input, or a and b), or the names, e.g. dy,x; a reduction takes one",
     )
     parser.add_argument(
         "--params", default="",

@@ -56,7 +56,7 @@ def test_refuses_bad_names(name, reason):
 
 
 def test_refuses_an_unknown_kind(workspace):
-    with pytest.raises(Refusal, match="unknown kind 'pointwise': expected one of elementwise, reduction"):
+    with pytest.raises(Refusal, match="unknown kind 'pointwise': expected one of elementwise, reduction, normalization"):
         new_op.check_request(Request("gelu", "pointwise"), workspace)
 
 
@@ -118,9 +118,13 @@ SLOPE = (("negative_slope", 0.0),)
     [
         (Request("mul", "elementwise", ("a", "b", "c")), "--inputs=a,b,c: an elementwise operator takes 1 or 2"),
         (Request("mul", "elementwise", ()), "takes 1 or 2 inputs"),
-        (Request("m", "reduction", ("a", "b")), "a reduction takes exactly one input"),
-        (Request("m", "reduction", ("x",)), "a reduction takes exactly one input"),
+        (Request("m", "reduction", ("a", "b")), "--inputs=a,b: a reduction takes exactly one input"),
+        (Request("m", "normalization", ("a", "b", "c")), "--inputs=a,b,c: a normalization takes 1 or 2"),
         (Request("m", "reduction", params=SLOPE), "a reduction's only parameter is its axis"),
+        (Request("m", "normalization", params=SLOPE), "a normalization's only parameter is its axis"),
+        (Request("m", "normalization", ("dy", "m")), "invalid input name 'm': the generated code"),
+        (Request("m", "normalization", ("axis",)), "invalid input name 'axis': the generated code"),
+        (Request("m", "normalization", ("dy", "dy")), "input name 'dy' is used twice"),
         (Request("g", "elementwise", ("Dy", "x")), "invalid input name 'Dy': use at most 32 lower-case"),
         (Request("g", "elementwise", ("dy", "")), "invalid input name '': use at most 32 lower-case"),
         (Request("g", "elementwise", ("in",)), "invalid input name 'in': a Python or C\\+\\+ keyword"),
@@ -258,12 +262,64 @@ def test_reduction_files_report_not_implemented_from_each_backend():
         registered_as = "OPRT_BACKEND_CPU" if backend == "CPU" else "OPRT_GPU_BACKEND"
         assert f"OPRT_REGISTER_KERNEL(reduce_max, {registered_as}," in text
     assert "axis_cases(keeps_axis=False)" in files[Path("ops/reduce_max/cases.py")]
+    assert 'family = "reduction"' in files[Path("ops/reduce_max/BUILD.bazel")]
+
+
+def test_two_input_normalization_is_shaped_like_softmax_backward():
+    files = new_op.planned_files(Request("softmax_backward", "normalization", ("dy", "y")))
+    folder = Path("ops/softmax_backward")
+    assert sorted(map(str, files)) == sorted(
+        str(folder / path) for path in ("BUILD.bazel", "cases.py", "cpu/softmax_backward_cpu.cc",
+                                        "nvidia/softmax_backward.cu", "softmax_backward.cc",
+                                        "softmax_backward.h", "tilelang/softmax_backward.py")
+    )
+    assert 'family = "reduction"' in files[folder / "BUILD.bazel"]
+    front_end = files[folder / "softmax_backward.cc"]
+    assert (
+        'constexpr const char* kInputNames[] = {"dy", "y"};\n'
+        'constexpr oprt::ReductionOp kSoftmaxBackward = {"softmax_backward", OPRT_KIND_NORMALIZATION, 2,\n'
+        "                                                kInputNames};\n"
+    ) in front_end
+    assert "const oprt_tensor_view_t* inputs[] = {dy, y};" in front_end
+    assert "const void* inputs[] = {dy, y};" in front_end
+    header = files[folder / "softmax_backward.h"]
+    assert "out = softmax_backward of dy and y along one axis." in header
+    assert "const oprt_tensor_view_t *dy, const oprt_tensor_view_t *y, int32_t axis);" in header
+    assert "void *out, const void *dy, const void *y,\n" in header
+    cpu = files[folder / "cpu/softmax_backward_cpu.cc"]
+    assert "y[start.second_in + i * plan.second_in_axis_stride]" in cpu
+    assert '"softmax_backward: not implemented: write its cpu kernel in "' in cpu
+    assert "ops/softmax_backward/nvidia/softmax_backward.cu is a complete kernel" in files[
+        folder / "nvidia/softmax_backward.cu"]
+    cases = files[folder / "cases.py"]
+    assert "def reference(dy: torch.Tensor, y: torch.Tensor, dim: int = -1) -> torch.Tensor:" in cases
+    assert "axis_cases(keeps_axis=True, num_inputs=2)" in cases
+    assert "(shape,) * 2, dtype, {\"dim\": dim})" in cases
+    tilelang = files[folder / "tilelang/softmax_backward.py"]
+    assert "def softmax_backward_rows(row, dy, y, out, m, n):" in tilelang
+    assert 'def softmax_backward_eager(dy, y, out, dtype="float32"):' in tilelang
+    assert "    y: T.Tensor[[m, n], dtype]\n    out: T.Tensor[[m, n], dtype]\n" in tilelang
+    assert (
+        "def softmax_backward_lazy(dy: T.Tensor((m, n), dtype), y: T.Tensor((m, n), dtype), "
+        "out: T.Tensor((m, n), dtype)):"
+    ) in tilelang
+    assert tilelang.count("row_kernel(m, softmax_backward_rows, dy, y, out, m, n)") == 2
+
+
+def test_one_input_normalization_keeps_the_default_input():
+    files = new_op.planned_files(Request("log_softmax", "normalization"))
+    front_end = files[Path("ops/log_softmax/log_softmax.cc")]
+    assert '{"log_softmax", OPRT_KIND_NORMALIZATION};' in front_end
+    assert "kInputNames" not in front_end
+    assert "axis_cases(keeps_axis=True)" in files[Path("ops/log_softmax/cases.py")]
+    assert "out: T.Tensor((m, n), dtype)):" in files[Path("ops/log_softmax/tilelang/log_softmax.py")]
 
 
 # Requests with long names: the operator's, and (elementwise) three parameters' that wrap
 # the create signature, the functor built from the table and the table entry.
 LONG_REQUESTS = [
     Request("layer_norm_backward", "reduction"),
+    Request("layer_norm_backward", "normalization", ("grad_output", "saved_output")),
     Request("layer_norm_backward", "elementwise"),
     Request(
         "layer_norm_backward", "elementwise",
@@ -304,6 +360,14 @@ def test_main_takes_named_inputs_and_params(workspace, capsys):
     assert 'kParamNames[] = {"negative_slope"};' in front_end
 
 
+def test_main_takes_a_normalization_with_named_inputs(workspace, capsys):
+    arguments = ["--name=softmax_backward", "--kind=normalization", "--inputs=dy,y",
+                 f"--workspace={workspace}"]
+    assert new_op.main(arguments) == 0
+    assert "new_op: wrote 8 files" in capsys.readouterr().out
+    assert "OPRT_KIND_NORMALIZATION, 2," in (workspace / "ops/softmax_backward/softmax_backward.cc").read_text()
+
+
 def test_main_uses_bazel_runs_workspace(workspace, monkeypatch):
     monkeypatch.setenv("BUILD_WORKSPACE_DIRECTORY", str(workspace))
     assert new_op.main(["--name=reduce_max", "--kind=reduction"]) == 0
@@ -320,6 +384,7 @@ def test_main_uses_bazel_runs_workspace(workspace, monkeypatch):
         (["--name=gelu", "--kind=elementwise", "--inputs=dy,out"], "new_op: invalid input name 'out'"),
         (["--name=gelu", "--kind=elementwise", "--params=slope"], "new_op: --params: 'slope' has no default"),
         (["--name=gelu", "--kind=reduction", "--params=slope=1"], "new_op: --params: a reduction's only"),
+        (["--name=g", "--kind=normalization", "--inputs=a,b,c"], "new_op: --inputs=a,b,c: a normalization"),
     ],
 )
 def test_main_refuses_with_status_2_and_writes_nothing(workspace, capsys, arguments, message):
