@@ -422,6 +422,18 @@ inline int next_pow2(int64_t value) {
   return result;
 }
 
+// Calls fn(std::integral_constant<int, P>{}) with P the smallest power of two
+// >= count, for count in [1, kMax].
+template <int kMax, int kCandidate = 1, class Fn>
+oprt_status_t dispatch_pow2(int count, Fn&& fn) {
+  if constexpr (kCandidate >= kMax) {
+    return fn(std::integral_constant<int, kMax>{});
+  } else {
+    if (count <= kCandidate) return fn(std::integral_constant<int, kCandidate>{});
+    return dispatch_pow2<kMax, kCandidate * 2>(count, fn);
+  }
+}
+
 // Blocks of a grid-stride launch over `groups` groups of rows, row chunks in y.
 inline dim3 row_grid(int64_t groups, int64_t splits) {
   return dim3(static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX)),

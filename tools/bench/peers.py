@@ -3,9 +3,11 @@
 - torch: the operator's ``OpSpec.peer`` (PyTorch's own way, eager).
 - torch_compile: that same function through ``torch.compile(dynamic=False)``,
   compiled once per case before timing.
-- liger: Liger-Kernel's Triton softmax (``liger_kernel.ops.softmax``), which
-  only does softmax over the last dim of contiguous rows up to 65536 long on a
-  CUDA GPU; every other op or case is "n/a". Liger-Kernel is a pure-Python
+- liger: Liger-Kernel's Triton softmax (``liger_kernel.ops.softmax``): its
+  forward for softmax and its backward (the kernels LigerSoftmaxFunction.backward
+  launches, with the settings its forward would have chosen) for
+  softmax_backward, over the last dim of rows up to 65536 long on a CUDA GPU;
+  every other op or case is "n/a". Liger-Kernel is a pure-Python
   wheel on Triton, pinned with its hash in tools/bench/gpu_peers_lock.txt, the
   lock of GPU-host-only peers (the CPU build hosts have no Triton GPU).
 """
@@ -83,9 +85,18 @@ def _first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:160]
 
 
+def _liger_softmax_backward(n_cols: int) -> PeerCall:
+    from liger_kernel.ops.softmax import _softmax_backward
+    from liger_kernel.ops.utils import calculate_settings
+
+    block_size, num_warps = calculate_settings(n_cols)
+    multi_block = n_cols > block_size
+    return lambda out, dy, y: _softmax_backward(dy, y, block_size, num_warps, multi_block)
+
+
 def _liger_call(op: str, params: dict[str, Any], inputs: Sequence[torch.Tensor]) -> PeerCall:
-    if op != "softmax":
-        raise Unavailable("liger has no such op (softmax only)")
+    if op not in ("softmax", "softmax_backward"):
+        raise Unavailable("liger has no such op (softmax and its backward only)")
     x = inputs[0]
     if x.device.type != "cuda":
         raise Unavailable("liger needs a CUDA GPU (Triton)")
@@ -93,6 +104,8 @@ def _liger_call(op: str, params: dict[str, Any], inputs: Sequence[torch.Tensor])
         raise Unavailable("liger's softmax is over the last dim only")
     if x.shape[-1] > LIGER_MAX_ROW:
         raise Unavailable(f"liger's softmax takes rows of at most {LIGER_MAX_ROW} elements")
+    if op == "softmax_backward":
+        return _liger_softmax_backward(x.shape[-1])
     softmax = _liger_softmax()
     return lambda out, x: softmax(x)
 

@@ -99,6 +99,7 @@ def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float
     results = [r for r in results if r.backend == "nvidia"]
     by_op = {op: [r for r in results if r.op == op] for op in {r.op for r in results}}
     softmax = by_op.get("softmax", [])
+    softmax_backward = by_op.get("softmax_backward", [])
     reduce_sum = by_op.get("reduce_sum", [])
     elementwise = [r for op in ("copy", "vector_add", "relu") for r in by_op.get(op, [])]
     long_f32_rows = [
@@ -115,6 +116,10 @@ def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float
         _geomean_target("softmax geometric mean >= 1.5x torch", softmax, "torch", SOFTMAX_GEOMEAN_VS_TORCH),
         _every("softmax f32 rows of 2^17..2^20 >= 3.6 TB/s", long_f32_rows,
                lambda r: r.gbps, SOFTMAX_LONG_ROW_F32_GBPS, " GB/s"),
+        _every("softmax_backward >= 1.0x torch on every case", softmax_backward,
+               lambda r: _ratio(r, "torch"), 1.0, "x"),
+        _every("softmax_backward >= 1.0x Liger on every case Liger runs", softmax_backward,
+               lambda r: _ratio(r, "liger"), 1.0, "x"),
         _geomean_target("reduce_sum geometric mean >= 1.2x torch", reduce_sum, "torch",
                         REDUCE_SUM_GEOMEAN_VS_TORCH),
         _every("reduce_sum >= 1.0x torch on every case", reduce_sum, lambda r: _ratio(r, "torch"), 1.0, "x"),

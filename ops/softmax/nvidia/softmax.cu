@@ -344,18 +344,6 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
 }
 #endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
-// Calls fn(std::integral_constant<int, P>{}) with P the smallest power of two
-// >= count, for count in [1, kMax].
-template <int kMax, int kCandidate = 1, class Fn>
-oprt_status_t dispatch_pow2(int count, Fn&& fn) {
-  if constexpr (kCandidate >= kMax) {
-    return fn(std::integral_constant<int, kMax>{});
-  } else {
-    if (count <= kCandidate) return fn(std::integral_constant<int, kCandidate>{});
-    return dispatch_pow2<kMax, kCandidate * 2>(count, fn);
-  }
-}
-
 // Whether rows may take the register path, which needs no workspace. Without
 // vectors the register path holds shorter rows; longer ones then take the
 // online path unsplit, which needs no workspace either.
