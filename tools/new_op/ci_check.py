@@ -4,8 +4,8 @@
 
 In a scratch copy of the workspace (the files `git ls-files` lists, tracked or untracked but
 not ignored, as they are in the working tree) it runs `tools/bazel run //tools:new_op` for one
-operator of each kind and one elementwise operator with named inputs and a parameter, then
-requires that:
+operator of each kind, one elementwise operator with named inputs and a parameter and one
+normalization with two named inputs, then requires that:
 
 - `tools/bazel build //ops/<op>/... --config=cpu` succeeds with no compiler warning in the
   generated files (with --nvidia, its front end, cpu and nvidia libraries also build under
@@ -33,9 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-# The scratch operators: one per kind and one with named inputs and a parameter (its
-# front end builds the functor from the op table), with new_op's arguments and the
-# message each one's cpu test must show.
+# The scratch operators: one per kind, one with named inputs and a parameter (its front
+# end builds the functor from the op table) and a normalization of two inputs (the
+# reduction family's second input, as softmax_backward's), with new_op's arguments and
+# the message each one's cpu test must show.
 SCRATCH_OPERATORS = {
     "scratch_elementwise": (
         ["--kind=elementwise"],
@@ -51,6 +52,11 @@ SCRATCH_OPERATORS = {
         ["--kind=reduction"],
         "scratch_reduction: not implemented: write its cpu kernel in "
         "ops/scratch_reduction/cpu/scratch_reduction_cpu.cc",
+    ),
+    "scratch_normalization": (
+        ["--kind=normalization", "--inputs=dy,y"],
+        "scratch_normalization: not implemented: write its cpu kernel in "
+        "ops/scratch_normalization/cpu/scratch_normalization_cpu.cc",
     ),
 }
 # Repositories filled by pip inside a repository rule (MODULE.bazel): Bazel's repository
