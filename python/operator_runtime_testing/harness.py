@@ -412,7 +412,7 @@ def test_more_than_2_31_elements(op_spec: OpSpec, backend, device):
             assert_matches(out[window], want, tolerance, f"elements from {start}")
     else:
         for row in range(shape[0]):
-            want = op.reference(inputs[0][row : row + 1])
+            want = op.reference(*[tensor[row : row + 1] for tensor in inputs])
             assert_matches(out[row : row + 1], want, tolerance, f"row {row}")
     del inputs, out
     torch.cuda.empty_cache()
