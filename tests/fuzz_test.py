@@ -240,12 +240,14 @@ class Problem:
             self.keepdim = draw(st.booleans())
             out_shape = in_shape[:axis] + ((1,) if self.keepdim else ()) + in_shape[axis + 1 :]
         self.out = Buffer(out_shape, draw(strides_for(out_shape, False)), self.dtype, self.generator)
+        # A normalization may write over one of its inputs (softmax_backward's dy or y).
         self.in_place = self.kind == Kind.NORMALIZATION and draw(st.integers(0, 4)) == 0
-        if self.in_place:
-            self.inputs = [self.out]
-        else:
-            strides = draw(strides_for(in_shape, True))
-            self.inputs = [Buffer(in_shape, strides, self.dtype, self.generator)]
+        overwritten = draw(st.integers(0, self.num_inputs - 1)) if self.in_place else None
+        self.inputs = [
+            self.out if index == overwritten
+            else Buffer(in_shape, draw(strides_for(in_shape, True)), self.dtype, self.generator)
+            for index in range(self.num_inputs)
+        ]
 
     # -- the expectation
 
@@ -460,13 +462,17 @@ def check_shape_mismatch(draw, problem: Problem, check, mutated) -> None:
               "an input that does not broadcast", **mutated(index + 1, wrong_input))
         return
 
-    def wrong_out(v):
+    def wrong_shape(v):
         if v.ndim == 0:
             v.ndim, v.shape[0], v.strides[0] = 1, 5, 1
         else:
             v.shape[draw(st.integers(0, v.ndim - 1))] += 1
     check(Status.INVALID_ARG, f"{op}: out shape .* must", "an out of the wrong shape",
-          **mutated(0, wrong_out))
+          **mutated(0, wrong_shape))
+    for index in range(1, problem.num_inputs):
+        name, first = problem.input_names[index], problem.input_names[0]
+        check(Status.INVALID_ARG, f"{op}: {name} shape .* must equal {first} shape",
+              f"a {name} of another shape than {first}", **mutated(index + 1, wrong_shape))
 
 
 def invalid_executes(draw, problem: Problem, desc) -> None:
