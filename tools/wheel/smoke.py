@@ -26,7 +26,13 @@ def main() -> int:
         "reduce_sum": (ort.reduce_sum(x, dim=1), x.sum(dim=1)),
         "softmax": (ort.softmax(x, dim=-1), torch.softmax(x, dim=-1)),
         "relu_backward": (ort.relu_backward(y, x), torch.ops.aten.threshold_backward(y, x, 0)),
+        "softmax_backward": (ort.softmax_backward(y, torch.softmax(x, -1)),
+                             torch._softmax_backward_data(y, torch.softmax(x, -1), -1, x.dtype)),
     }
+    missing = sorted(set(ort.OPERATORS) - set(checks))
+    if missing:
+        print(f"wheel smoke: no check for {', '.join(missing)}")
+        return 1
     failed = [name for name, (ours, expected) in checks.items()
               if not torch.allclose(ours, expected, rtol=1e-5, atol=1e-5)]
     print(f"wheel smoke: {ort.__file__}; backends {', '.join(ort.available_backends())}; "
