@@ -14,11 +14,14 @@ struct ReluBackwardFunctor {
   // too), any other x (NaN included) gives dy. Other slopes are
   // leaky_relu_backward: x > 0 gives dy, any other x (NaN included) dy * slope.
   // Selects, not branches: on random signs a branch mispredicts every other
-  // element (see relu_functor.h).
+  // element (see relu_functor.h). The conditions combine with & and |, not a
+  // ?: or ||: GCC left those as control flow and the cpu loop scalar (2.7 ms
+  // for 2^20 f32 elements, against 0.44 ms vectorised).
   OPRT_HOST_DEVICE float operator()(float dy, float x) const {
     const bool relu = negative_slope == 0.0f;
-    const bool passes = relu ? !(x <= 0.0f) : x > 0.0f;
-    const float below = relu ? 0.0f : dy * negative_slope;
+    const bool passes = (x > 0.0f) | (relu & (x != x));
+    const float scaled = dy * negative_slope;
+    const float below = relu ? 0.0f : scaled;
     return passes ? dy : below;
   }
 };
