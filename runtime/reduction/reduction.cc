@@ -13,7 +13,6 @@ namespace {
 
 // Kernels move partial results in the workspace as words of up to 16 bytes.
 constexpr size_t kWorkspaceAlignment = 16;
-constexpr int32_t kMaxReductionInputs = 2;
 
 struct ReductionDescriptor final : Descriptor {
   ReductionDescriptor(const char* op_name, oprt_backend_t backend_kind)

@@ -117,6 +117,8 @@ struct ReductionKernels {
 oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes);
 
 constexpr const char* kOneInputName[] = {"input"};
+// The most inputs an operator of the family takes (a plan holds two inputs' strides).
+constexpr int32_t kMaxReductionInputs = 2;
 
 // An operator of the family: its name, kind and inputs decide the rules create
 // checks. OPRT_KIND_REDUCTION: one input; out is its shape with the axis removed
@@ -164,6 +166,10 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t 
 // parameter, "dim" (the axis; the default, -1, when params is NULL).
 template <const ReductionOp& kOp>
 struct ReductionEntry {
+  static_assert(kOp.num_inputs >= 1 && kOp.num_inputs <= kMaxReductionInputs,
+                "a reduction-family operator takes one input or two");
+  static_assert(kOp.num_inputs == 1 || kOp.kind == OPRT_KIND_NORMALIZATION,
+                "only a normalization takes a second input (of the first's shape)");
   static oprt_status_t create(void** desc, oprt_backend_t backend, const oprt_tensor_view_t* out,
                               const oprt_tensor_view_t* const* inputs, const double* params) {
     return create_reduction_from_table(kOp, backend, desc, out, inputs,
