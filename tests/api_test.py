@@ -142,7 +142,7 @@ def test_binding_error_carries_status_and_message():
         _C.Descriptor("softmax", _C.OPRT_BACKEND_CPU, view, [view], [5.0])
     status, message = raised.value.args
     assert status == _C.OPRT_ERR_INVALID_ARG
-    assert message == "softmax: axis 5 out of range for ndim 1"
+    assert message == "softmax: dim 5 out of range for ndim 1"
 
 
 def test_unknown_operator_in_the_binding():

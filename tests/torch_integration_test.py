@@ -143,7 +143,7 @@ def test_fake_and_meta_tensors_give_shapes():
 def test_fake_kernels_report_bad_calls_while_tracing():
     with FakeTensorMode():
         x = torch.empty(6, 10)
-        with pytest.raises(ort.InvalidArgumentError, match="softmax: axis 2 out of range for ndim 2"):
+        with pytest.raises(ort.InvalidArgumentError, match="softmax: dim 2 out of range for ndim 2"):
             ort.softmax(x, 2)
         with pytest.raises(ort.InvalidArgumentError, match="not broadcastable"):
             ort.vector_add(x, torch.empty(7))

@@ -14,9 +14,9 @@ OPRT_REGISTER_OPERATOR(reduce_sum, kReduceSumEntry);
 
 oprt_status_t oprt_create_reduce_sum_descriptor(oprt_reduce_sum_descriptor_t* desc,
                                                 const oprt_tensor_view_t* out,
-                                                const oprt_tensor_view_t* in, int32_t axis) {
+                                                const oprt_tensor_view_t* in, int32_t dim) {
   const oprt_tensor_view_t* inputs[] = {in};
-  return oprt::create_reduction(kReduceSum, oprt::thread_backend(), desc, out, inputs, axis);
+  return oprt::create_reduction(kReduceSum, oprt::thread_backend(), desc, out, inputs, dim);
 }
 
 oprt_status_t oprt_get_reduce_sum_workspace_size(oprt_reduce_sum_descriptor_t desc,

@@ -1,6 +1,6 @@
 /* softmax: out = exp(in - max) / sum(exp(in - max)) along one axis.
  *
- * axis may be negative (counted from the end). out has in's shape and dtype
+ * dim (the axis) may be negative (counted from the end). out has in's shape and dtype
  * (f32, f16 or bf16; computed in f32); both may have any strides. out may be in
  * itself (same data and strides: in-place) but must not overlap it otherwise.
  * A row whose entries are all -inf gives NaN, as in PyTorch.
@@ -14,7 +14,7 @@ typedef struct oprt_softmax_descriptor *oprt_softmax_descriptor_t;
 
 OPRT_API oprt_status_t oprt_create_softmax_descriptor(oprt_softmax_descriptor_t *desc,
                                                       const oprt_tensor_view_t *out,
-                                                      const oprt_tensor_view_t *in, int32_t axis);
+                                                      const oprt_tensor_view_t *in, int32_t dim);
 OPRT_API oprt_status_t oprt_get_softmax_workspace_size(oprt_softmax_descriptor_t desc,
                                                        size_t *workspace_size);
 OPRT_API oprt_status_t oprt_execute_softmax(oprt_softmax_descriptor_t desc, void *workspace,

@@ -18,9 +18,9 @@ OPRT_REGISTER_OPERATOR(softmax_backward, kSoftmaxBackwardEntry);
 oprt_status_t oprt_create_softmax_backward_descriptor(oprt_softmax_backward_descriptor_t* desc,
                                                       const oprt_tensor_view_t* out,
                                                       const oprt_tensor_view_t* dy,
-                                                      const oprt_tensor_view_t* y, int32_t axis) {
+                                                      const oprt_tensor_view_t* y, int32_t dim) {
   const oprt_tensor_view_t* inputs[] = {dy, y};
-  return oprt::create_reduction(kSoftmaxBackward, oprt::thread_backend(), desc, out, inputs, axis);
+  return oprt::create_reduction(kSoftmaxBackward, oprt::thread_backend(), desc, out, inputs, dim);
 }
 
 oprt_status_t oprt_get_softmax_backward_workspace_size(oprt_softmax_backward_descriptor_t desc,

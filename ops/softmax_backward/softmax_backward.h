@@ -2,7 +2,7 @@
  * softmax's input given y = softmax(x) and dy, the gradient of its output (as
  * torch._softmax_backward_data).
  *
- * axis may be negative (counted from the end). dy, y and out have one shape and
+ * dim (the axis) may be negative (counted from the end). dy, y and out have one shape and
  * one dtype (f32, f16 or bf16; computed in f32, the sum accumulated in f32 or
  * wider); any of them may have any strides, dy and y stride 0 too. out may be dy
  * or y itself (same data and strides: in place) but must not overlap either
@@ -17,7 +17,7 @@ typedef struct oprt_softmax_backward_descriptor *oprt_softmax_backward_descripto
 
 OPRT_API oprt_status_t oprt_create_softmax_backward_descriptor(
     oprt_softmax_backward_descriptor_t *desc, const oprt_tensor_view_t *out,
-    const oprt_tensor_view_t *dy, const oprt_tensor_view_t *y, int32_t axis);
+    const oprt_tensor_view_t *dy, const oprt_tensor_view_t *y, int32_t dim);
 OPRT_API oprt_status_t oprt_get_softmax_backward_workspace_size(
     oprt_softmax_backward_descriptor_t desc, size_t *workspace_size);
 OPRT_API oprt_status_t oprt_execute_softmax_backward(oprt_softmax_backward_descriptor_t desc,

@@ -67,7 +67,7 @@ def normalize_axis(op: str, dim: Any, ndim: int) -> int:
     """dim as a non-negative axis of an ndim tensor (a 0-d tensor has none)."""
     dim = axis_value(op, dim)
     if not -ndim <= dim < ndim:
-        raise InvalidArgumentError(f"{op}: axis {dim} out of range for ndim {ndim}")
+        raise InvalidArgumentError(f"{op}: dim {dim} out of range for ndim {ndim}")
     return dim % ndim
 
 

@@ -294,13 +294,13 @@ def _axis_cases(op: OpSpec) -> list[ApiErrorCase]:
         _case(
             "axis_out_of_range",
             invalid,
-            "axis 2 out of range for ndim 2",
+            "dim 2 out of range for ndim 2",
             lambda ctx: Operands(op, ctx).out_variant(dim=2),
         ),
         _case(
             "negative_axis_out_of_range_out_of_place",
             invalid,
-            "axis -3 out of range for ndim 2",
+            "dim -3 out of range for ndim 2",
             lambda ctx: Operands(op, ctx).out_of_place(dim=-3),
         ),
         _case(

@@ -72,7 +72,7 @@ oprt_status_t check_overlap(const ReductionOp& op, const oprt_tensor_view_t& out
 }
 
 oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* out,
-                             const oprt_tensor_view_t* const* inputs, int32_t axis,
+                             const oprt_tensor_view_t* const* inputs, int32_t dim,
                              int32_t* normalized_axis) {
   OPRT_RETURN_IF_ERROR(check_view(op.name, "out", out));
   for (int32_t i = 0; i < op.num_inputs; ++i) {
@@ -89,18 +89,18 @@ oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* ou
     }
   }
   const oprt_tensor_view_t* const in = inputs[0];
-  if (axis < -in->ndim || axis >= in->ndim) {
-    return fail(OPRT_ERR_INVALID_ARG, "%s: axis %d out of range for ndim %d", op.name, axis,
+  if (dim < -in->ndim || dim >= in->ndim) {
+    return fail(OPRT_ERR_INVALID_ARG, "%s: dim %d out of range for ndim %d", op.name, dim,
                 in->ndim);
   }
-  *normalized_axis = axis < 0 ? axis + in->ndim : axis;
+  *normalized_axis = dim < 0 ? dim + in->ndim : dim;
   if (keeps_axis_in_out(op) && !is_same_shape(*out, *in)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: out shape %s must equal %s shape %s", op.name,
                 shape_string(*out), op.input_names[0], shape_string(*in));
   }
   if (!keeps_axis_in_out(op) && !is_reduced_shape(*out, *in, *normalized_axis)) {
     return fail(OPRT_ERR_INVALID_ARG,
-                "%s: out shape %s must be input shape %s without axis %d or with 1 there",
+                "%s: out shape %s must be input shape %s without dim %d or with 1 there",
                 op.name, shape_string(*out), shape_string(*in), *normalized_axis);
   }
   if (has_internal_overlap(*out)) {
@@ -276,12 +276,12 @@ oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
 
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, void** desc,
                                const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t axis) {
+                               const oprt_tensor_view_t* const* inputs, int32_t dim) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   int32_t normalized_axis = 0;
-  OPRT_RETURN_IF_ERROR(check_operands(op, out, inputs, axis, &normalized_axis));
+  OPRT_RETURN_IF_ERROR(check_operands(op, out, inputs, dim, &normalized_axis));
   oprt_backend_t backend = OPRT_BACKEND_AUTO;
   OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
   const auto* kernels = static_cast<const ReductionKernels*>(find_kernel(op.name, backend));

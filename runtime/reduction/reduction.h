@@ -135,7 +135,7 @@ struct ReductionOp {
 
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, void** desc,
                                const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t axis);
+                               const oprt_tensor_view_t* const* inputs, int32_t dim);
 oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
                                            size_t* bytes);
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
@@ -147,11 +147,11 @@ oprt_status_t destroy_reduction(const ReductionOp& op, void* desc);
 template <class Handle>
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, Handle** desc,
                                const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t axis) {
+                               const oprt_tensor_view_t* const* inputs, int32_t dim) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   void* created = nullptr;
-  OPRT_RETURN_IF_ERROR(create_reduction(op, backend, &created, out, inputs, axis));
+  OPRT_RETURN_IF_ERROR(create_reduction(op, backend, &created, out, inputs, dim));
   *desc = static_cast<Handle*>(created);
   return OPRT_SUCCESS;
 }

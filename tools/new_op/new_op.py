@@ -72,11 +72,10 @@ _API_NAMES = frozenset(
 )
 # Names the generated files use beside the operands, so no input or parameter may take
 # them: the C functions' other arguments and locals (desc, workspace, workspace_size,
-# stream, bytes, inputs, params, axis), the Python API's (out, backend, keepdim; dim is the
-# axis of a reduction), the TileLang kernels' (i, n, dtype; m and row in row kernels) and
-# cases.py's module (torch).
+# stream, bytes, inputs, params, dim), the Python API's (out, backend, keepdim, dim), the
+# TileLang kernels' (i, n, dtype; m and row in row kernels) and cases.py's module (torch).
 _RESERVED_OPERAND_NAMES = frozenset(
-    ("axis", "backend", "bytes", "desc", "dim", "dtype", "i", "inputs", "keepdim", "m", "n", "out",
+    ("backend", "bytes", "desc", "dim", "dtype", "i", "inputs", "keepdim", "m", "n", "out",
      "params", "row", "stream", "torch", "workspace", "workspace_size")
 )
 # The one input of an operator is `input` in the op table and in Python, and `in` in C,
@@ -256,7 +255,7 @@ def signatures(request: Request) -> dict[str, tuple[str, list[str]]]:
         create_params += ["float " + name for name, _ in request.params]
         workspace_params = [f"{handle} desc", "size_t* bytes"]
     else:
-        create_params = [view + name for name in ["out", *inputs]] + ["int32_t axis"]
+        create_params = [view + name for name in ["out", *inputs]] + ["int32_t dim"]
         workspace_params = [f"{handle} desc", "size_t* workspace_size"]
     pointers = ["const void* " + name for name in inputs]
     return {
@@ -463,7 +462,7 @@ def substitutions(request: Request) -> dict[str, str]:
         values.update(reduction_family_values(request, values["Op"]))
         values["create_call"] = c_call(
             "  return oprt::create_reduction",
-            [handle, "oprt::thread_backend()", "desc", "out", "inputs", "axis"], ");")
+            [handle, "oprt::thread_backend()", "desc", "out", "inputs", "dim"], ");")
         values["execute_call"] = c_call(
             "  return oprt::execute_reduction",
             [handle, "desc", "workspace", "workspace_size", "out", "inputs", "stream"], ");")

@@ -123,7 +123,7 @@ SLOPE = (("negative_slope", 0.0),)
         (Request("m", "reduction", params=SLOPE), "a reduction's only parameter is its axis"),
         (Request("m", "normalization", params=SLOPE), "a normalization's only parameter is its axis"),
         (Request("m", "normalization", ("dy", "m")), "invalid input name 'm': the generated code"),
-        (Request("m", "normalization", ("axis",)), "invalid input name 'axis': the generated code"),
+        (Request("m", "normalization", ("dim",)), "invalid input name 'dim': the generated code"),
         (Request("m", "normalization", ("dy", "dy")), "input name 'dy' is used twice"),
         (Request("g", "elementwise", ("Dy", "x")), "invalid input name 'Dy': use at most 32 lower-case"),
         (Request("g", "elementwise", ("dy", "")), "invalid input name '': use at most 32 lower-case"),
@@ -284,7 +284,7 @@ def test_two_input_normalization_is_shaped_like_softmax_backward():
     assert "const void* inputs[] = {dy, y};" in front_end
     header = files[folder / "softmax_backward.h"]
     assert "out = softmax_backward of dy and y along one axis." in header
-    assert "const oprt_tensor_view_t *dy, const oprt_tensor_view_t *y, int32_t axis);" in header
+    assert "const oprt_tensor_view_t *dy, const oprt_tensor_view_t *y, int32_t dim);" in header
     assert "void *out, const void *dy, const void *y,\n" in header
     cpu = files[folder / "cpu/softmax_backward_cpu.cc"]
     assert "y[start.second_in + i * plan.second_in_axis_stride]" in cpu

@@ -65,7 +65,7 @@ typedef struct {
 OPRT_API const char *oprt_status_string(oprt_status_t status);
 
 /* What the last failing call on this thread said was wrong, e.g.
- * "softmax: axis 3 out of range for ndim 2". Empty after a success. */
+ * "softmax: dim 3 out of range for ndim 2". Empty after a success. */
 OPRT_API const char *oprt_last_error_message(void);
 
 /* The backend that descriptors created on this thread by the typed
