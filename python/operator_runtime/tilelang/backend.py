@@ -117,7 +117,7 @@ class RowPlan:
         if self.row_length > MAX_ELEMENTS:
             raise NotSupportedError(
                 f"{op}: the tilelang kernels take rows of at most 2^31-1 elements; "
-                f"axis {self.axis} has {self.row_length}"
+                f"dim {self.axis} has {self.row_length}"
             )
         self.rows_per_launch = max(1, MAX_ELEMENTS // max(self.row_length, 1))
         self.inputs_direct = [tensor.movedim(self.axis, -1).is_contiguous() for tensor in inputs]
