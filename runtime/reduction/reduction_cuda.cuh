@@ -361,6 +361,15 @@ __device__ inline RowWalk<const T, kWholeVectors> input_walk(const ReductionPlan
   return {first, plan.in_axis_stride, plan.row_length, lead};
 }
 
+// The walk of row `start`'s second input (softmax_backward's y), at the first
+// input's lead: rows_take_vectors allows vectors only when the two share it.
+template <bool kWholeVectors, class T>
+__device__ inline RowWalk<const T, kWholeVectors> second_input_walk(const ReductionPlan& plan,
+                                                                    const T* second_in,
+                                                                    RowStart start, int lead) {
+  return {second_in + start.second_in, plan.second_in_axis_stride, plan.row_length, lead};
+}
+
 template <bool kWholeVectors, class T>
 __device__ inline RowWalk<T, kWholeVectors> output_walk(const ReductionPlan& plan, T* out,
                                                         RowStart start, int lead) {

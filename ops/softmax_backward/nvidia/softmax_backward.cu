@@ -46,8 +46,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const bool active = row < plan.rows;
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0, 0};
     const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
-    const RowWalk<const T, kWholeVectors> y_walk{y + start.second_in, plan.second_in_axis_stride,
-                                                 plan.row_length, dy_walk.lead};
+    const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
     const int64_t end = active ? dy_walk.end() : 0;
     float g[kHeld][kVec], p[kHeld][kVec];
     float dot = 0.0f;
@@ -93,9 +92,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const bool active = row < plan.rows;
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0, 0};
     const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
-    // y's rows share dy's lead whenever vectors are used (rows_take_vectors).
-    const RowWalk<const T, kWholeVectors> y_walk{y + start.second_in, plan.second_in_axis_stride,
-                                                 plan.row_length, dy_walk.lead};
+    const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
     const int64_t end = min(dy_walk.end(), begin + chunk);
     float dot = 0.0f;
     if (pass == DotPass::kWrite) {
