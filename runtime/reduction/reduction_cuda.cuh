@@ -54,11 +54,23 @@ __device__ inline MaxSum shuffle_xor(MaxSum value, int lane_mask, int width) {
 }
 
 // e^x for softmax, whose arguments are x - max <= 0: the hardware's base-2
-// exponential (__expf, two instructions instead of expf's range reduction). Its
-// relative error, a few ulp times |x|, and its flushing of results below 2^-126
-// to 0 stay inside every dtype's tolerance; with expf the long-row kernels were
-// bound by instruction issue (bf16 512x131072 on the H200: 120 us, 101 with it).
-__device__ inline float softmax_exp(float x) { return __expf(x); }
+// exponential of x * log2(e) (two instructions instead of expf's range
+// reduction). Its relative error, a few ulp times |x|, and its flushing of
+// results below 2^-126 to 0 stay inside every dtype's tolerance; with expf the
+// long-row kernels were bound by instruction issue (bf16 512x131072 on the
+// H200: 120 us, 101 with __expf). On nvidia it is ex2.approx.ftz itself:
+// __expf's ex2.approx without .ftz costs three more instructions per element
+// to keep subnormal results, which a softmax never needs. (MACA has no PTX.)
+__device__ inline float softmax_exp(float x) {
+#if defined(OPRT_METAX)
+  return __expf(x);
+#else
+  constexpr float kLog2E = 1.4426950408889634f;
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * kLog2E));
+  return y;
+#endif
+}
 
 // exp(x - max), except that a -inf entry weighs 0 even when max is -inf too:
 // without that, the empty state (-inf, 0) or a run of -inf entries would turn
@@ -287,28 +299,31 @@ __device__ inline void store_floats(T* target, const float (&x)[kCount]) {
 // vectors long (lead 0, no partial vector), which the host checks once per
 // launch; the walk then skips the partial-vector checks, whose registers the
 // bf16 kernels cannot spare without spilling.
-template <class T, bool kWholeVectors = false>
+//
+// Index: the type of positions and lengths; kernels whose rows are known to be
+// short count in 32 bits, which saves them registers.
+template <class T, bool kWholeVectors = false, class Index = int64_t>
 struct RowWalk {
   T* first;  // element 0 of the row
-  int64_t stride;
-  int64_t length;
+  Index stride;
+  Index length;
   int lead;
 
   // One past the last position that holds an element.
-  __device__ int64_t end() const { return kWholeVectors ? length : lead + length; }
+  __device__ Index end() const { return kWholeVectors ? length : lead + length; }
 
   // Whether row element i exists (a partial vector's lanes ask one by one).
-  __device__ bool holds(int64_t i) const { return i >= 0 && i < length; }
+  __device__ bool holds(Index i) const { return i >= 0 && i < length; }
 
   // x = positions p .. p + kVec - 1; p is a multiple of kVec, and below end().
   template <int kVec>
-  __device__ void load(int64_t p, float fill, float (&x)[kVec]) const {
+  __device__ void load(Index p, float fill, float (&x)[kVec]) const {
     if constexpr (kVec == 1) {
       x[0] = to_float(first[p * stride]);
     } else if constexpr (kWholeVectors) {
       load_floats<kVec>(first + p, x);
     } else {
-      const int64_t i = p - lead;
+      const Index i = p - lead;
       if (holds(i) && holds(i + kVec - 1)) {
         load_floats<kVec>(first + i, x);
       } else {
@@ -319,14 +334,14 @@ struct RowWalk {
   }
 
   template <int kVec>
-  __device__ void store(int64_t p, const float (&x)[kVec]) const {
+  __device__ void store(Index p, const float (&x)[kVec]) const {
     using Element = std::remove_const_t<T>;
     if constexpr (kVec == 1) {
       first[p * stride] = from_float<Element>(x[0]);
     } else if constexpr (kWholeVectors) {
       store_floats<kVec>(first + p, x);
     } else {
-      const int64_t i = p - lead;
+      const Index i = p - lead;
       if (holds(i) && holds(i + kVec - 1)) {
         store_floats<kVec>(first + i, x);
       } else {
