@@ -131,6 +131,9 @@ def axis_cases(
         ("rows_at_every_offset", spec((24, 333)), {}),
         ("odd_rows_misaligned_start", spec((9, 1001), Offset(Contiguous(), 3)), {}),
         ("short_rows_batched", spec((1001, 24)), {}),
+        # Packed odd rows over many shared-memory spans (softmax_packed_rows),
+        # the last span partial and the rows not a multiple of the teams.
+        ("odd_rows_many_spans", spec((5000, 37)), {}),
         ("long_odd_rows", spec((3, 300007)), {}),
         ("out_at_other_offset", spec((12, 40)), {"out": Offset(Contiguous(), 1)}),
         ("stride0_rows", spec((32, 64), Broadcast((1, 64))), {}),

@@ -45,8 +45,10 @@ from tools.bench.report import plt, save_plot  # report selects the file-only ba
 SWEEP_OPS = ("softmax", "reduce_sum")
 POWER_LENGTHS = tuple(2**k for k in range(5, 23))
 # Odd and vocabulary lengths: GPT-2's 50257, Llama 3's 128256, Qwen's 151936,
-# and primes (no power of two divides them, so rows start at every offset).
-ODD_LENGTHS = (500, 1000, 3001, 4000, 10007, 32000, 50257, 65521, 128256, 151936, 1000003)
+# and primes and other odd lengths, short ones included (no power of two
+# divides them, so rows start at every offset).
+ODD_LENGTHS = (33, 127, 257, 500, 777, 1000, 3001, 4000, 10007, 32000, 50257, 65521, 128256, 151936,
+               1000003)
 L2_FLUSH_BYTES = 256 << 20
 AXES = {"softmax": ("last",), "reduce_sum": ("last", "leading")}
 
