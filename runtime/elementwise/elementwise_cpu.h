@@ -5,9 +5,12 @@
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 #define OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_CPU_H_
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
+#include "runtime/core/convert_cpu.h"
 #include "runtime/core/numeric.h"
 #include "runtime/core/parallel.h"
 #include "runtime/elementwise/elementwise.h"
@@ -22,7 +25,10 @@ T evaluate_at(const Functor& functor, const T* const* in, const int64_t* offsets
   return evaluate<T>(functor, in[I][offsets[I]]...);
 }
 
-// Elements [begin, end) of contiguous operands.
+// Elements [begin, end) of contiguous operands. 16-bit types go a block at a
+// time (convert_cpu.h): the inputs to floats, the functor over floats, the
+// results back, so each loop vectorises (in place too: a block is read before
+// it is written).
 template <class T, class Functor, size_t... I>
 void run_contiguous(const Functor& functor, int64_t begin, int64_t end, T* out,
                     const T* const* in, std::index_sequence<I...>) {
@@ -30,8 +36,17 @@ void run_contiguous(const Functor& functor, int64_t begin, int64_t end, T* out,
     if (out != in[0]) {
       std::memcpy(out + begin, in[0] + begin, static_cast<size_t>(end - begin) * sizeof(T));
     }
-  } else {
+  } else if constexpr (std::is_same_v<T, float>) {
     for (int64_t i = begin; i < end; ++i) out[i] = evaluate<T>(functor, in[I][i]...);
+  } else {
+    float values[sizeof...(I)][kConvertBlock];
+    float results[kConvertBlock];
+    for (int64_t block = begin; block < end; block += kConvertBlock) {
+      const int64_t count = std::min(kConvertBlock, end - block);
+      (to_floats(in[I] + block, values[I], count), ...);
+      for (int64_t j = 0; j < count; ++j) results[j] = functor(values[I][j]...);
+      from_floats(results, out + block, count);
+    }
   }
 }
 

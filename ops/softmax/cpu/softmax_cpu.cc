@@ -8,7 +8,9 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 
+#include "runtime/core/convert_cpu.h"
 #include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
 #include "runtime/reduction/reduction_cpu.h"
@@ -58,11 +60,26 @@ void softmax_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     const T* const source = in + start.in;
+    T* const target = out + start.out;
+    if constexpr (kContiguous && !std::is_same_v<T, float>) {
+      // 16-bit rows: converted to floats a row at a time and back (convert_cpu.h),
+      // so every pass runs on floats; the results round once, as below.
+      if (exponentials != nullptr) {
+        float* const kept = exponentials.get();
+        to_floats(source, kept, length);
+        const float row_max = max_in_lanes(length, [&](int64_t i) { return kept[i]; });
+        const double sum = sum_in_lanes(
+            length, [&](int64_t i) { return kept[i] = exp_nonpositive(kept[i] - row_max); });
+        const float scale = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < length; ++j) kept[j] *= scale;
+        from_floats(kept, target, length);
+        continue;
+      }
+    }
     auto x = [&](int64_t i) -> float { return to_float(source[i * in_stride]); };
     // A NaN is skipped by the maximum and spreads through the sum.
     const float max = max_in_lanes(length, x);
     auto exponential = [&](int64_t i) { return exp_nonpositive(x(i) - max); };
-    T* const target = out + start.out;
     // In-place is safe: the last pass reads each element of in before writing it.
     const auto normalize = [&](double sum, auto exponential_at) {
       const float scale = static_cast<float>(1.0 / sum);

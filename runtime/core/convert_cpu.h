@@ -1,0 +1,33 @@
+// The cpu backend's conversions of whole blocks: stored values to float and
+// back, n at a time, so that the loops between them run on floats.
+//
+// Converting element by element inside a loop (to_float/from_float of
+// numeric.h) left GCC's f16 loops scalar: relu over 2^20 random f16 values took
+// 7.4 ms on one core, where torch takes 0.09 ms. f16 blocks convert with the
+// F16C instructions when the CPU has them (checked once; eight values per
+// instruction, rounding to nearest even as numeric.h does), else with
+// numeric.h's conversions; bf16 is a shift; float is a copy.
+#ifndef OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
+#define OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
+
+#include <cstdint>
+
+#include "runtime/core/numeric.h"
+
+namespace oprt {
+namespace cpu {
+
+// Values a block loop converts at a time: its float buffers stay in L1.
+constexpr int64_t kConvertBlock = 1024;
+
+void to_floats(const float* in, float* out, int64_t n);
+void to_floats(const f16* in, float* out, int64_t n);
+void to_floats(const bf16* in, float* out, int64_t n);
+void from_floats(const float* in, float* out, int64_t n);
+void from_floats(const float* in, f16* out, int64_t n);
+void from_floats(const float* in, bf16* out, int64_t n);
+
+}  // namespace cpu
+}  // namespace oprt
+
+#endif  // OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
