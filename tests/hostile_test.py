@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -168,6 +169,28 @@ def test_rebind_and_destroy_race_runs_in_flight(seed, device):
     assert "threads ok" in run_isolated(THREADS.format(device=device, seed=seed))
 
 
+def test_threads_calling_at_once_share_the_cpu_workers():
+    # Large cpu calls from several threads at once: one call has the worker pool,
+    # the others run their pieces themselves; every result is right.
+    inputs = [torch.randn(64, 4096, generator=torch.Generator().manual_seed(i)) for i in range(6)]
+    results: list[list[torch.Tensor]] = [[] for _ in inputs]
+
+    def call(i: int) -> None:
+        for _ in range(10):
+            results[i].append(ort.softmax(inputs[i]))
+            results[i].append(ort.relu(inputs[i]))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for x, outputs in zip(inputs, results):
+        assert len(outputs) == 20
+        for k, y in enumerate(outputs):
+            torch.testing.assert_close(y, torch.softmax(x, -1) if k % 2 == 0 else torch.relu(x))
+
+
 # --------------------------------------------------------- stale C handles
 
 LIB = load_library()
@@ -303,12 +326,15 @@ FORK = '''
 import os, threading, time, torch, operator_runtime as ort
 stop = threading.Event()
 
-def churn():  # creates and destroys descriptors without pause
+big = torch.randn(1 << 18)  # large enough that the cpu backend splits it across its workers
+
+def churn():  # creates and destroys descriptors without pause, and keeps the cpu workers busy
     n = 1
     while not stop.is_set():
         n = n % 97 + 1
         x = torch.randn(3, n)
         ort.softmax(x)
+        ort.relu(big)
         with ort.prepare_relu(torch.empty(3, n), x) as p:
             p.run()
         if n % 13 == 0:
@@ -327,7 +353,9 @@ for _ in range({forks}):
             y = ort.softmax(torch.ones(2, 5))
             with ort.prepare_copy(torch.empty(4), torch.ones(4)) as p:
                 p.run()
-            os._exit(0 if torch.allclose(y, torch.full((2, 5), 0.2)) else 3)
+            z = ort.relu(-big)  # the child's own workers
+            ok = torch.allclose(y, torch.full((2, 5), 0.2)) and torch.equal(z, torch.relu(-big))
+            os._exit(0 if ok else 3)
         except BaseException:
             os._exit(4)
     deadline = time.monotonic() + 30

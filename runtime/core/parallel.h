@@ -1,20 +1,20 @@
 // The cpu backend's threads: parallel_for splits a range of independent work
 // items (elements, rows) across the machine's cores for one call.
 //
-// Threads are started for the call and joined before it returns: nothing
-// outlives the call, so a forked child, a thread calling in parallel or a
-// library unloaded in between never finds a pool in a bad state. Starting a
-// thread costs tens of microseconds, so work is split only where each thread
-// gets at least `min_items_per_thread` items; smaller calls run on the caller.
+// The pieces run on a pool of worker threads started on first use and kept
+// (starting threads for each call cost about as much as the work of a call on
+// 2^20 elements). The pool is safe against what a Python program does: a call
+// that finds it busy (another thread's call, or a piece calling parallel_for)
+// runs its pieces itself; fork() waits until no call uses it, and the child
+// starts a pool of its own when it first needs one. Work is split only where
+// each piece gets at least `min_items_per_thread` items.
 #ifndef OPERATOR_RUNTIME_CORE_PARALLEL_H_
 #define OPERATOR_RUNTIME_CORE_PARALLEL_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <system_error>
 #include <thread>
-#include <vector>
 
 namespace oprt {
 
@@ -28,11 +28,18 @@ inline int cpu_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Calls fn(begin, end) on consecutive, disjoint pieces covering [0, count),
-// on up to cpu_threads() threads (the caller runs the first piece). Pieces
-// depend only on count, min_items_per_thread and the thread count, so results
-// that combine per-piece values in piece order are deterministic for a machine.
-// If the system refuses a thread, its piece runs on the caller instead.
+namespace detail {
+
+// Runs task(context, piece) for every piece in [0, pieces), on the pool's
+// workers and the caller; returns when all have run.
+void run_pieces(int64_t pieces, void (*task)(void* context, int64_t piece), void* context);
+
+}  // namespace detail
+
+// Calls fn(begin, end) on consecutive, disjoint pieces covering [0, count), at
+// most cpu_threads() of them, at once where workers are free. Pieces depend only
+// on count, min_items_per_thread and the thread count, so results that combine
+// per-piece values in piece order are deterministic for a machine.
 template <class Fn>
 void parallel_for(int64_t count, int64_t min_items_per_thread, Fn fn) {
   const int64_t most = std::max<int64_t>(1, count / std::max<int64_t>(1, min_items_per_thread));
@@ -41,19 +48,14 @@ void parallel_for(int64_t count, int64_t min_items_per_thread, Fn fn) {
     if (count > 0) fn(int64_t{0}, count);
     return;
   }
-  const auto piece_begin = [&](int64_t piece) { return count * piece / pieces; };
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<size_t>(pieces - 1));
-  for (int64_t piece = 1; piece < pieces; ++piece) {
-    const int64_t begin = piece_begin(piece), end = piece_begin(piece + 1);
-    try {
-      threads.emplace_back([&fn, begin, end] { fn(begin, end); });
-    } catch (const std::system_error&) {
-      fn(begin, end);
-    }
-  }
-  fn(int64_t{0}, piece_begin(1));
-  for (std::thread& thread : threads) thread.join();
+  struct Split {
+    Fn* fn;
+    int64_t count, pieces;
+  } split{&fn, count, pieces};
+  detail::run_pieces(pieces, [](void* context, int64_t piece) {
+    const Split& s = *static_cast<const Split*>(context);
+    (*s.fn)(s.count * piece / s.pieces, s.count * (piece + 1) / s.pieces);
+  }, &split);
 }
 
 // Elements a thread takes at least: below that, starting it costs more than it saves.
