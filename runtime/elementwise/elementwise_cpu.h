@@ -70,11 +70,22 @@ void run_strided(const Functor& functor, const ElementwisePlan& plan, int64_t ro
     out_base += index[d] * plan.out_strides[d];
     for (int k = 0; k < kInputs; ++k) in_base[k] += index[d] * plan.in_strides[k][d];
   }
+  // Innermost rows of stride 1 everywhere (a broadcast row, a slice of whole
+  // rows) run as contiguous ranges, vectorised and block-converted.
+  bool rows_contiguous = plan.out_strides[inner] == 1;
+  for (int k = 0; k < kInputs; ++k) rows_contiguous &= plan.in_strides[k][inner] == 1;
   for (int64_t row = row_begin; row < row_end; ++row) {
-    for (int64_t j = 0; j < extent; ++j) {
-      for (int k = 0; k < kInputs; ++k) offsets[k] = in_base[k] + j * plan.in_strides[k][inner];
-      out[out_base + j * plan.out_strides[inner]] =
-          evaluate_at(functor, in, offsets, std::make_index_sequence<kInputs>{});
+    if (rows_contiguous) {
+      const T* row_in[kInputs];
+      for (int k = 0; k < kInputs; ++k) row_in[k] = in[k] + in_base[k];
+      run_contiguous(functor, 0, extent, out + out_base, row_in,
+                     std::make_index_sequence<kInputs>{});
+    } else {
+      for (int64_t j = 0; j < extent; ++j) {
+        for (int k = 0; k < kInputs; ++k) offsets[k] = in_base[k] + j * plan.in_strides[k][inner];
+        out[out_base + j * plan.out_strides[inner]] =
+            evaluate_at(functor, in, offsets, std::make_index_sequence<kInputs>{});
+      }
     }
     for (int d = inner - 1; d >= 0; --d) {
       out_base += plan.out_strides[d];
