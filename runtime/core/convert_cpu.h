@@ -14,6 +14,18 @@
 
 #include "runtime/core/numeric.h"
 
+// OPRT_CPU_CLONES on a cpu kernel's row loop: GCC compiles it twice, for
+// x86-64-v3 (AVX2 and FMA: eight floats a vector) and for any x86-64, and the
+// loader picks one for the CPU it runs on. Only loops whose work is arithmetic
+// (softmax's exponentials, the lanes of a sum) gain. Both copies round every
+// operation alike: CPU_KERNEL_COPTS turns off FMA contraction, and each of a
+// sum's lanes adds its elements in order whatever the vector width.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define OPRT_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
+#else
+#define OPRT_CPU_CLONES
+#endif
+
 namespace oprt {
 namespace cpu {
 

@@ -13,5 +13,8 @@ CXX_STANDARD_COPTS = ["-std=c++17"]
 # -O3 turns GCC's vectoriser fully on (at -O2 its cheapest model left every loop
 # scalar), and -fno-trapping-math lets it compute both sides of a select on floats (the
 # f16 conversions' selects stayed branches, which blocks vectorisation). No floating-
-# point trap is ever enabled, and neither flag changes a result.
-CPU_KERNEL_COPTS = ["-O3", "-fno-trapping-math"]
+# point trap is ever enabled, and neither flag changes a result. -ffp-contract=off: no
+# a * b + c becomes one fused multiply-add (one rounding instead of two), so the
+# x86-64-v3 copies of OPRT_CPU_CLONES loops (runtime/core/convert_cpu.h) round every
+# operation as the portable copies do.
+CPU_KERNEL_COPTS = ["-O3", "-fno-trapping-math", "-ffp-contract=off"]

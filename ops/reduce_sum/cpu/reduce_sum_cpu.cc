@@ -21,8 +21,8 @@ namespace {
 constexpr int64_t kColumnBlock = 256;
 
 template <class T>
-void sum_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
-              const T* in) {
+OPRT_CPU_CLONES void sum_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end,
+                              T* out, const T* in) {
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     double sum = 0.0;

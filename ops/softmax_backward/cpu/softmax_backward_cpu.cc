@@ -17,8 +17,8 @@ namespace {
 // kContiguous: the rows have stride 1 in dy, y and out, known to the compiler,
 // which vectorises the lanes only then.
 template <class T, bool kContiguous>
-void softmax_backward_rows(const ReductionPlan& plan, int64_t row_begin, int64_t row_end, T* out,
-                           const T* dy, const T* y) {
+OPRT_CPU_CLONES void softmax_backward_rows(const ReductionPlan& plan, int64_t row_begin,
+                                           int64_t row_end, T* out, const T* dy, const T* y) {
   const int64_t length = plan.row_length;
   const int64_t dy_stride = kContiguous ? 1 : plan.in_axis_stride;
   const int64_t y_stride = kContiguous ? 1 : plan.second_in_axis_stride;
