@@ -28,6 +28,19 @@ oprt_status_t resolve_backend(const char* op, oprt_backend_t requested, oprt_bac
 // The thread's oprt_set_backend choice, which the typed create functions pass.
 oprt_backend_t thread_backend();
 
+// A typed oprt_create_<op>_descriptor: entry's create on the thread's backend, with the
+// operator's own handle type. params holds the typed function's scalars in table order.
+template <class Handle>
+oprt_status_t create_typed(const oprt_operator_t& entry, Handle** desc,
+                           const oprt_tensor_view_t* out,
+                           const oprt_tensor_view_t* const* inputs, const double* params) {
+  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", entry.name);
+  void* created = nullptr;
+  const oprt_status_t status = entry.create(&created, thread_backend(), out, inputs, params);
+  *desc = static_cast<Handle*>(created);
+  return status;
+}
+
 // Backends register themselves from static initialisers (their libraries are
 // alwayslink), so the core never names a backend's code.
 using AvailabilityFn = bool (*)();

@@ -143,19 +143,6 @@ oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspa
                                 void* stream);
 oprt_status_t destroy_reduction(const ReductionOp& op, void* desc);
 
-// Typed front door: Handle is the operator's opaque descriptor struct.
-template <class Handle>
-oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, Handle** desc,
-                               const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t dim) {
-  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
-  *desc = nullptr;
-  void* created = nullptr;
-  OPRT_RETURN_IF_ERROR(create_reduction(op, backend, &created, out, inputs, dim));
-  *desc = static_cast<Handle*>(created);
-  return OPRT_SUCCESS;
-}
-
 // create for the op table, whose "dim" arrives as a double: it must be integral.
 oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t backend,
                                           void** desc,
