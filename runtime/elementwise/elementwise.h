@@ -82,8 +82,6 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend
                                  const oprt_tensor_view_t* const* inputs, const void* params,
                                  size_t params_size);
 
-oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc);
-
 // Checks the functor fits the descriptor, creates, and stops a scaffolded operator
 // whose functor is not written yet.
 template <class Functor>
@@ -96,7 +94,7 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend
       create_elementwise(op, backend, desc, out, inputs, &functor, sizeof(Functor)));
   if constexpr (not_implemented<Functor>::value) {
     // Every valid call stops here, whatever the backend, after the views' own errors.
-    destroy_elementwise(op, *desc);
+    destroy_descriptor(op.name, *desc);
     *desc = nullptr;
     return fail_not_implemented(op.name);
   }
@@ -110,7 +108,6 @@ Functor functor_from_params(const double* params, std::index_sequence<kIndex...>
   return Functor{static_cast<float>(params[kIndex])...};
 }
 
-oprt_status_t elementwise_workspace_size(const ElementwiseOp& op, void* desc, size_t* bytes);
 oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* workspace,
                                   size_t workspace_size, void* out, const void* const* inputs,
                                   void* stream);
@@ -127,13 +124,13 @@ struct ElementwiseEntry {
                                      std::make_index_sequence<kOp.num_params>{}));
   }
   static oprt_status_t get_workspace_size(void* desc, size_t* bytes) {
-    return elementwise_workspace_size(kOp, desc, bytes);
+    return descriptor_workspace_size(kOp.name, desc, bytes);
   }
   static oprt_status_t execute(void* desc, void* workspace, size_t workspace_size, void* out,
                                const void* const* inputs, void* stream) {
     return execute_elementwise(kOp, desc, workspace, workspace_size, out, inputs, stream);
   }
-  static oprt_status_t destroy(void* desc) { return destroy_elementwise(kOp, desc); }
+  static oprt_status_t destroy(void* desc) { return destroy_descriptor(kOp.name, desc); }
 
   static constexpr oprt_operator_t table() {
     return oprt_operator_t{kOp.name,         OPRT_KIND_ELEMENTWISE, kOp.num_inputs,
