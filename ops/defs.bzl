@@ -1,8 +1,11 @@
-"""One macro declares an operator: its libraries per backend, its case table and its tests.
+"""One macro declares an operator: its C ABI, its libraries per backend, its case table and tests.
 
-An operator folder `ops/<op>/` holds `<op>.h` (public C header), `<op>.cc` (front end:
-validation, dispatch, op-table entry), `cpu/*.cc`, `nvidia/*.cu`, `cases.py` and a
-BUILD.bazel that calls `oprt_operator(name = "<op>", family = ...)`. Listing the op in
+An operator folder `ops/<op>/` holds a BUILD.bazel that calls `oprt_operator(name = "<op>",
+kind = ..., inputs = ..., params = ...)`, `cases.py`, `tilelang/<op>.py` and its math: an
+elementwise operator's `<op>_functor.h`, or a reduction's or normalization's `cpu/*.cc`
+and `nvidia/*.cu` (CUDA-dialect sources, built for nvidia and metax). The macro generates
+the rest (ops/c_abi.bzl): the typed C header, the front end with the op-table entry and,
+for an elementwise operator, its cpu and GPU kernel registrations. Listing the op in
 `ops/registry.bzl` links it into the runtime; nothing else names it.
 """
 
@@ -11,6 +14,7 @@ load("@rules_python//python:defs.bzl", "py_library", "py_test")
 load("//ops:tilelang.bzl", "oprt_tilelang")
 load("//tools/cc:defs.bzl", "CPU_KERNEL_COPTS", "CXX_STANDARD_COPTS")
 load("//tools/cuda:defs.bzl", "cuda_library")
+load(":c_abi.bzl", "KINDS", "c_abi_file")
 load(":metax.bzl", "metax_operator")
 
 # What each family of operators shares: the host plan library and the CUDA machinery.
@@ -50,31 +54,60 @@ def _test(name, op, backend, target_compatible_with = None, tags = []):
         target_compatible_with = target_compatible_with,
     )
 
-def oprt_operator(name, family, cute = False):
-    """Declares operator `name` of `family` ("elementwise" or "reduction").
+def oprt_operator(name, kind, inputs = ["input"], params = {}, out = "out", cute = False):
+    """Declares operator `name` of `kind` ("elementwise", "reduction" or "normalization").
 
-    `cute = True` gives the nvidia library the family's CuTe machinery, which its
-    `nvidia/*.cu` uses under `#if OPRT_CUTE` (set by --@//tools/cuda:cute, tools/cuda).
+    `inputs` and `out` name the operands and `params` maps each float parameter of an
+    elementwise operator to its default, in the order of its functor's fields; these
+    names are the op table's, Python's and the C functions'. The reduction family's one
+    parameter is always `dim`. `cute = True` gives the nvidia library the family's CuTe
+    machinery (under `#if OPRT_CUTE`, set by --@//tools/cuda:cute, tools/cuda).
 
-    Targets: `:<name>` (every backend the platform builds, linked into the runtime),
-    `:cases` (the case table), `:test_cpu`, `:test_<gpu>` (tag requires-gpu), the metax
-    targets of ops/metax.bzl (`:metax`, `:metax_compat`, `:test_metax`, tag
-    requires-metax), the tilelang targets of ops/tilelang.bzl and the suite `:test`,
-    which runs the backends of the active config.
+    Targets: `:header` (the generated `<name>.h`), `:frontend`, `:cpu`, `:<name>` (every
+    backend the platform builds, linked into the runtime), `:cases` (the case table),
+    `:test_cpu`, `:test_<gpu>` (tag requires-gpu), the metax targets of ops/metax.bzl
+    (`:metax`, `:metax_compat`, `:test_metax`, tag requires-metax), the tilelang targets
+    of ops/tilelang.bzl and the suite `:test`, which runs the backends of the active config.
     """
+    family = KINDS[kind].family
     shared = _FAMILIES[family]
     if cute and not shared.cute:
         fail("%s: the %s family has no CuTe kernels; leave out cute = True" % (name, family))
+    if params and family != "elementwise":
+        fail("%s: a %s's only parameter is dim; leave out params" % (name, kind))
+    if out != "out" and family != "elementwise":
+        fail("%s: a %s's output is out; leave out out" % (name, kind))
+    generated = {"header": name + ".h", "frontend": name + "_frontend.cc"}
+    if family == "elementwise":
+        generated.update(cpu = name + "_cpu.cc", gpu = name + "_gpu.cu")
+    for file, path in generated.items():
+        c_abi_file(
+            name = "generated_" + file,
+            file = file,
+            out = path,
+            op = name,
+            kind = kind,
+            out_name = out,
+            inputs = inputs,
+            params = params.keys(),
+            param_defaults = [repr(float(default)) for default in params.values()],
+            cute = cute,
+        )
+    if family == "elementwise":
+        cpu_srcs, gpu_srcs, gpu_hdrs = [generated["cpu"]], [generated["gpu"]], []
+    else:
+        cpu_srcs = native.glob(["cpu/*.cc", "cpu/*.h"])
+        gpu_srcs, gpu_hdrs = native.glob(["nvidia/*.cu"]), native.glob(["nvidia/*.cuh"])
     cc_library(
         name = "header",
-        hdrs = [name + ".h"],
+        hdrs = [generated["header"]],
         include_prefix = "operator_runtime/ops",
         deps = ["//runtime:api"],
         visibility = ["//visibility:public"],
     )
     cc_library(
         name = "frontend",
-        srcs = [name + ".cc"],
+        srcs = [generated["frontend"]],
         hdrs = native.glob(["*_functor.h"]),
         copts = CXX_STANDARD_COPTS,
         deps = [":header", shared.host],
@@ -82,7 +115,7 @@ def oprt_operator(name, family, cute = False):
     )
     cc_library(
         name = "cpu",
-        srcs = native.glob(["cpu/*.cc", "cpu/*.h"]),
+        srcs = cpu_srcs,
         copts = CXX_STANDARD_COPTS + CPU_KERNEL_COPTS,
         deps = [":frontend"],
         alwayslink = True,
@@ -91,13 +124,13 @@ def oprt_operator(name, family, cute = False):
     for backend, constraint in _GPU_BACKENDS.items():
         cuda_library(
             name = backend,
-            srcs = native.glob([backend + "/*.cu"]),
-            hdrs = native.glob([backend + "/*.cuh"]),
+            srcs = gpu_srcs,
+            hdrs = gpu_hdrs,
             deps = [":frontend", shared.cuda] + ([shared.cute] if cute else []),
             target_compatible_with = [constraint],
         )
         backend_deps[constraint] = [":" + backend]
-    metax = metax_operator(name, family, _test)
+    metax = metax_operator(name, family, gpu_srcs, gpu_hdrs, _test)
     backend_deps.update(metax.backend_deps)
     backend_deps["//conditions:default"] = []
     cc_library(
@@ -114,7 +147,7 @@ def oprt_operator(name, family, cute = False):
     # What the GPU-runner bundle carries of this operator besides the library.
     native.filegroup(
         name = "bundle_files",
-        srcs = [name + ".h", "cases.py"] + native.glob(["tilelang/*.py"]),
+        srcs = [generated["header"], "cases.py"] + native.glob(["tilelang/*.py"]),
         visibility = ["//tools/gpu_runner:__pkg__"],
     )
     _test("test_cpu", name, "cpu")

@@ -1,8 +1,8 @@
 """The metax backend's targets: the shared CUDA-dialect sources built for OPRT_BACKEND_METAX.
 
 MetaX's MACA is a CUDA dialect, so the metax backend compiles the same sources as
-nvidia (`runtime/nvidia/*.cu`, `ops/<op>/nvidia/*.cu`) with `-DOPRT_METAX`, which makes
-them register as metax and apply runtime/metax/dialect.cuh. Two builds of them:
+nvidia (`runtime/nvidia/*.cu`, an operator's `nvidia/*.cu` or generated GPU source) with
+`-DOPRT_METAX`, which makes them register as metax and apply runtime/metax/dialect.cuh. Two builds of them:
 
 - `metax`: `maca_library` (mxcc from $MACA_PATH), for the metax platform
   (`--config=metax`); its tests, `test_metax`, are tagged `requires-metax`.
@@ -55,9 +55,10 @@ def metax_runtime_libraries():
                 target_compatible_with = [build.platform],
             )
 
-def metax_operator(name, family, test):
+def metax_operator(name, family, srcs, hdrs, test):
     """In ops/<name>: `:metax`, `:metax_compat` (front end, cpu and the compat kernels, for
-    the compat runtime) and `:test_metax`, made by `test(name, op, backend, ...)`.
+    the compat runtime), both of the CUDA-dialect `srcs` and `hdrs`, and `:test_metax`,
+    made by `test(name, op, backend, ...)`.
 
     Returns:
       struct(backend_deps: the `select` entry adding `:metax` on its platform,
@@ -66,8 +67,8 @@ def metax_operator(name, family, test):
     for variant, build in _VARIANTS.items():
         build.library(
             name = build.op_kernels,
-            srcs = native.glob(["nvidia/*.cu"]),
-            hdrs = native.glob(["nvidia/*.cuh"]),
+            srcs = srcs,
+            hdrs = hdrs,
             copts = METAX_COPTS,
             deps = [":frontend", "//runtime:%s_%s" % (family, variant)],
             target_compatible_with = [build.platform],

@@ -117,6 +117,8 @@ def test_backend_strings():
     assert _C.backend_string(_C.OPRT_BACKEND_CPU) == "cpu"
     assert _C.backend_string(_C.OPRT_BACKEND_NVIDIA) == "nvidia"
     assert _C.backend_string(_C.OPRT_BACKEND_METAX) == "metax"
+    # The Python API's native backend names are the C runtime's, not a second list.
+    assert set(ort.backends.NATIVE_BACKEND_CODES) < set(ort.backends.BACKEND_NAMES)
 
 
 def test_available_backends_include_cpu():

@@ -36,13 +36,16 @@ What is checked (one rule per kind of reference):
 - Example operators: a page that walks through generating an operator declares it with
   `<!-- docs_check: new_op --name=<name> --kind=<kind> -->`; its references to
   `ops/<name>/...` and `//ops/<name>:...` are then checked against the files
-  `tools/new_op/new_op.py` would generate instead of the tree.
+  `tools/new_op/new_op.py` would generate instead of the tree, and a fenced block that
+  starts `new_op: wrote` must be what new_op prints for it (in the workspace the block
+  names), so its file list and count are new_op's own. `--write` rewrites those blocks
+  from new_op instead of checking them.
 
 The workspace is read through the runfiles: this file's runfiles entry is a symlink into
 the source tree, so resolving it gives the real checkout. Bazel cannot declare every file
 of every package as an input, so the test is tagged `external` and always runs.
 
-Run: `tools/bazel test //tools:docs_check` (or `python3 tools/docs_check.py`).
+Run: `tools/bazel test //tools:docs_check` (or `python3 tools/docs_check.py [--write]`).
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ _EXCERPT = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _EXAMPLE_OPERATOR = re.compile(r"<!-- docs_check: new_op --name=(\w+) --kind=(\w+) -->")
+_NEW_OP_OUTPUT = re.compile(r"^```\n(new_op: wrote \d+ files in (\S+):\n.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
 def workspace_root() -> Path:
@@ -229,6 +233,21 @@ def example_operator_files(text: str) -> dict[str, set[str]]:
     return examples
 
 
+def regenerated_new_op_output(text: str) -> str:
+    """text with each `new_op: wrote` block replaced by what new_op prints for the page's
+    example operator (the first one it declares) in the workspace the block names."""
+    examples = _EXAMPLE_OPERATOR.findall(text)
+    if not examples:
+        return text
+    request = new_op.Request(*examples[0])
+    written = new_op.paths_written(new_op.planned_files(request))
+
+    def regenerate(match: re.Match) -> str:
+        return "```\n" + new_op.report(request, written, Path(match.group(2))) + "```"
+
+    return _NEW_OP_OUTPUT.sub(regenerate, text)
+
+
 def broken_example_references(examples: dict[str, set[str]], spans: list[str], text: str):
     """Problems in references to example operators, and the spans and text without them."""
     problems, others = [], []
@@ -254,7 +273,10 @@ def check(root: Path) -> dict[str, list[str]]:
     docs = [root / "README.md"] + sorted((root / "docs").glob("**/*.md"))
     report = {}
     for doc in docs:
-        text, excerpt_problems = drifted_excerpts(root, doc.read_text())
+        original = doc.read_text()
+        text, excerpt_problems = drifted_excerpts(root, original)
+        if regenerated_new_op_output(original) != original:
+            excerpt_problems.append("new_op output differs from what new_op prints now (--write)")
         prose, spans = prose_and_spans(text)
         example_problems, spans, text = broken_example_references(
             example_operator_files(text), spans, text
@@ -271,8 +293,18 @@ def check(root: Path) -> dict[str, list[str]]:
     return report
 
 
+def write_new_op_output(root: Path) -> None:
+    for doc in sorted((root / "docs").glob("**/*.md")):
+        text = doc.read_text()
+        if regenerated_new_op_output(text) != text:
+            doc.write_text(regenerated_new_op_output(text))
+            print(f"docs_check: rewrote the new_op output in {doc.relative_to(root)}")
+
+
 def main() -> int:
     root = workspace_root()
+    if sys.argv[1:] == ["--write"]:
+        write_new_op_output(root)
     report = check(root)
     if not report:
         print("docs_check: every path and label in README.md and docs/ exists")

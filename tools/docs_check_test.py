@@ -61,5 +61,14 @@ def test_example_operator_references_are_checked_against_the_generated_files(roo
     ]
 
 
+def test_new_op_output_must_be_what_new_op_prints(root):
+    header = "<!-- docs_check: new_op --name=gelu --kind=elementwise -->\n"
+    stale = header + "```\nnew_op: wrote 9 files in /tmp/ws:\n  ops/gelu/gelu.h\n```\n"
+    assert problems(root, stale) == ["new_op output differs from what new_op prints now (--write)"]
+    regenerated = docs_check.regenerated_new_op_output(stale)
+    assert "new_op: wrote 5 files in /tmp/ws:\n  ops/gelu/BUILD.bazel\n" in regenerated
+    assert problems(root, regenerated) == []
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

@@ -19,11 +19,11 @@ from operator_runtime.errors import InvalidArgumentError, NotSupportedError, Ope
 
 BACKEND_NAMES = ("cpu", "nvidia", "metax", "tilelang")
 
-# Backends implemented in the C runtime, by name.
+# Backends implemented in the C runtime, by the name oprt_backend_string gives them, so a
+# backend has one name in C, in Python and in every message.
 NATIVE_BACKEND_CODES = {
-    "cpu": _C.OPRT_BACKEND_CPU,
-    "nvidia": _C.OPRT_BACKEND_NVIDIA,
-    "metax": _C.OPRT_BACKEND_METAX,
+    _C.backend_string(code): code
+    for code in (_C.OPRT_BACKEND_CPU, _C.OPRT_BACKEND_NVIDIA, _C.OPRT_BACKEND_METAX)
 }
 # The kind of torch device each native backend runs.
 _DEVICE_TYPE = {"cpu": "cpu", "nvidia": "cuda", "metax": "cuda"}

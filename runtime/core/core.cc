@@ -238,6 +238,40 @@ Descriptor::Descriptor(const char* op_name, oprt_backend_t backend_kind)
 
 Descriptor::~Descriptor() = default;
 
+oprt_status_t find_backend_kernel(const char* op, oprt_backend_t requested,
+                                  oprt_backend_t* backend, const void** kernel) {
+  OPRT_RETURN_IF_ERROR(resolve_backend(op, requested, backend));
+  *kernel = find_kernel(op, *backend);
+  if (*kernel == nullptr) {
+    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op,
+                oprt_backend_string(*backend));
+  }
+  return OPRT_SUCCESS;
+}
+
+oprt_status_t publish(Descriptor* created, void** desc) {
+  *desc = track(created);
+  return succeed();
+}
+
+oprt_status_t fail_not_live(const char* op) {
+  return fail(OPRT_ERR_INVALID_ARG, "%s: descriptor is null, destroyed or not a %s descriptor",
+              op, op);
+}
+
+oprt_status_t descriptor_workspace_size(const char* op, const void* desc, size_t* bytes) {
+  const LiveDescriptor<Descriptor> live(desc, op);
+  if (live.get() == nullptr) return fail_not_live(op);
+  if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op);
+  *bytes = live->workspace_bytes;
+  return succeed();
+}
+
+oprt_status_t destroy_descriptor(const char* op, void* desc) {
+  if (!retire(desc, op)) return fail_not_live(op);
+  return succeed();
+}
+
 void* track(Descriptor* desc) {
   HandleRegistry& registry = handle_registry();
   std::lock_guard<std::mutex> lock(registry.mutex);

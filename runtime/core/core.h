@@ -4,7 +4,9 @@
 #define OPERATOR_RUNTIME_CORE_CORE_H_
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 
 #include "operator_runtime/api.h"
 
@@ -28,6 +30,19 @@ oprt_status_t resolve_backend(const char* op, oprt_backend_t requested, oprt_bac
 // The thread's oprt_set_backend choice, which the typed create functions pass.
 oprt_backend_t thread_backend();
 
+// A typed oprt_create_<op>_descriptor: entry's create on the thread's backend, with the
+// operator's own handle type. params holds the typed function's scalars in table order.
+template <class Handle>
+oprt_status_t create_typed(const oprt_operator_t& entry, Handle** desc,
+                           const oprt_tensor_view_t* out,
+                           const oprt_tensor_view_t* const* inputs, const double* params) {
+  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", entry.name);
+  void* created = nullptr;
+  const oprt_status_t status = entry.create(&created, thread_backend(), out, inputs, params);
+  *desc = static_cast<Handle*>(created);
+  return status;
+}
+
 // Backends register themselves from static initialisers (their libraries are
 // alwayslink), so the core never names a backend's code.
 using AvailabilityFn = bool (*)();
@@ -48,6 +63,8 @@ struct Descriptor {
   virtual ~Descriptor();
   const char* op;
   oprt_backend_t backend;
+  // What execute needs of workspace, fixed at create.
+  size_t workspace_bytes = 0;
   // Guarded by the handle registry's lock (core.cc).
   int32_t in_use = 0;
   bool retired = false;
@@ -85,6 +102,33 @@ class LiveDescriptor {
  private:
   T* desc_;
 };
+
+// The descriptor lifecycle every family shares. A family's create checks and plans, then:
+//   const void* kernel; oprt_backend_t backend;
+//   OPRT_RETURN_IF_ERROR(find_backend_kernel(op, requested, &backend, &kernel));
+//   FamilyDescriptor* created; OPRT_RETURN_IF_ERROR(new_descriptor(op, backend, &created));
+//   ...fill it...; return publish(created, desc);
+// and its workspace size and destroy are descriptor_workspace_size and destroy_descriptor.
+
+// The backend `requested` resolves to and the kernel registered there for op.
+oprt_status_t find_backend_kernel(const char* op, oprt_backend_t requested,
+                                  oprt_backend_t* backend, const void** kernel);
+
+template <class T>
+oprt_status_t new_descriptor(const char* op, oprt_backend_t backend, T** created) {
+  *created = new (std::nothrow) T(op, backend);
+  if (*created == nullptr) return fail(OPRT_ERR_RUNTIME, "%s: out of host memory", op);
+  return OPRT_SUCCESS;
+}
+
+// Tracks created and hands its handle to the caller.
+oprt_status_t publish(Descriptor* created, void** desc);
+
+// INVALID_ARG, for a handle that is not a live descriptor of op.
+oprt_status_t fail_not_live(const char* op);
+
+oprt_status_t descriptor_workspace_size(const char* op, const void* desc, size_t* bytes);
+oprt_status_t destroy_descriptor(const char* op, void* desc);
 
 // Checks a view's pointer, ndim (0..8), extents (>= 0), dtype and that its
 // element count fits int64. `role` names it in messages ("src", "out").

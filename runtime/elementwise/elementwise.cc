@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <new>
 
 namespace oprt {
 namespace {
@@ -128,11 +127,6 @@ oprt_status_t partial_overlap(const ElementwiseOp& op, int input) {
               op.name, op.input_names[input], op.out_name);
 }
 
-oprt_status_t not_live(const ElementwiseOp& op) {
-  return fail(OPRT_ERR_INVALID_ARG, "%s: descriptor is null, destroyed or not a %s descriptor",
-              op.name, op.name);
-}
-
 }  // namespace
 
 oprt_status_t make_elementwise_plan(const ElementwiseOp& op, const oprt_tensor_view_t* out,
@@ -193,16 +187,12 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t request
   ElementwisePlan plan;
   OPRT_RETURN_IF_ERROR(make_elementwise_plan(op, out, inputs, &plan));
   oprt_backend_t backend;
-  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
-  const auto kernel = reinterpret_cast<ElementwiseKernel>(find_kernel(op.name, backend));
-  if (kernel == nullptr) {
-    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
-                oprt_backend_string(backend));
-  }
-  auto* created = new (std::nothrow) ElementwiseDescriptor(op.name, backend);
-  if (created == nullptr) return fail(OPRT_ERR_RUNTIME, "%s: out of host memory", op.name);
+  const void* kernel;
+  OPRT_RETURN_IF_ERROR(find_backend_kernel(op.name, requested, &backend, &kernel));
+  ElementwiseDescriptor* created;
+  OPRT_RETURN_IF_ERROR(new_descriptor(op.name, backend, &created));
   created->plan = plan;
-  created->kernel = kernel;
+  created->kernel = reinterpret_cast<ElementwiseKernel>(kernel);
   std::memcpy(created->params, params, params_size);
   span(*out, &created->out_lo, &created->out_hi);
   for (int i = 0; i < op.num_inputs; ++i) {
@@ -213,15 +203,7 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t request
     moved.data = out->data;
     created->in_matches_out[i] = overlap(*out, moved) == Overlap::kExact;
   }
-  *desc = track(created);
-  return succeed();
-}
-
-oprt_status_t elementwise_workspace_size(const ElementwiseOp& op, void* desc, size_t* bytes) {
-  if (LiveElementwise(desc, op.name).get() == nullptr) return not_live(op);
-  if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op.name);
-  *bytes = 0;
-  return succeed();
+  return publish(created, desc);
 }
 
 oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*workspace*/,
@@ -229,7 +211,7 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*w
                                   const void* const* inputs, void* stream) {
   // Elementwise operators need no workspace, so any workspace (or none) will do.
   const LiveElementwise d(desc, op.name);
-  if (d.get() == nullptr) return not_live(op);
+  if (d.get() == nullptr) return fail_not_live(op.name);
   if (d->plan.numel == 0) return succeed();
   if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: %s is null", op.name, op.out_name);
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
@@ -245,11 +227,6 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*w
     }
   }
   OPRT_RETURN_IF_ERROR(d->kernel(op.name, d->plan, d->params, out, inputs, stream));
-  return succeed();
-}
-
-oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc) {
-  if (!retire(desc, op.name)) return not_live(op);
   return succeed();
 }
 

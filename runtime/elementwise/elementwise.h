@@ -3,7 +3,7 @@
 // functions and its op-table entry to its backend kernel.
 //
 // An operator supplies a functor (its math, in f32) and a small ElementwiseOp
-// record; its front end is then a few lines (see ops/relu/relu.cc).
+// record, which oprt_operator (ops/defs.bzl) generates with its front end.
 #ifndef OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_H_
 #define OPERATOR_RUNTIME_ELEMENTWISE_ELEMENTWISE_H_
 
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "runtime/core/core.h"
 #include "runtime/elementwise/functor.h"
@@ -81,58 +82,55 @@ oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend
                                  const oprt_tensor_view_t* const* inputs, const void* params,
                                  size_t params_size);
 
-oprt_status_t destroy_elementwise(const ElementwiseOp& op, void* desc);
-
-// Typed front door: Handle is void for the op table and the operator's opaque
-// descriptor struct for its public create function.
-template <class Handle, class Functor>
-oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend, Handle** desc,
+// Checks the functor fits the descriptor, creates, and stops a scaffolded operator
+// whose functor is not written yet.
+template <class Functor>
+oprt_status_t create_elementwise(const ElementwiseOp& op, oprt_backend_t backend, void** desc,
                                  const oprt_tensor_view_t* out,
                                  const oprt_tensor_view_t* const* inputs, const Functor& functor) {
   static_assert(std::is_trivially_copyable<Functor>::value, "functors travel by value");
   static_assert(sizeof(Functor) <= kMaxElementwiseParamBytes, "functor too large");
-  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
-  *desc = nullptr;
-  void* created = nullptr;
   OPRT_RETURN_IF_ERROR(
-      create_elementwise(op, backend, &created, out, inputs, &functor, sizeof(Functor)));
+      create_elementwise(op, backend, desc, out, inputs, &functor, sizeof(Functor)));
   if constexpr (not_implemented<Functor>::value) {
-    // A scaffolded operator whose functor is not written yet: every valid call
-    // stops here, whatever the backend, after the views' own errors.
-    destroy_elementwise(op, created);
+    // Every valid call stops here, whatever the backend, after the views' own errors.
+    destroy_descriptor(op.name, *desc);
+    *desc = nullptr;
     return fail_not_implemented(op.name);
   }
-  *desc = static_cast<Handle*>(created);
   return OPRT_SUCCESS;
 }
 
-oprt_status_t elementwise_workspace_size(const ElementwiseOp& op, void* desc, size_t* bytes);
+// An operator's functor from the table's values: its fields are the operator's
+// parameters, floats in the order of op.param_names.
+template <class Functor, size_t... kIndex>
+Functor functor_from_params(const double* params, std::index_sequence<kIndex...>) {
+  return Functor{static_cast<float>(params[kIndex])...};
+}
+
 oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* workspace,
                                   size_t workspace_size, void* out, const void* const* inputs,
                                   void* stream);
 
-// The op-table entry of an elementwise operator. An operator with parameters
-// passes kMake, which builds its functor from the table's values (in the order
-// of op.param_names; the defaults when the caller passes NULL).
-template <const ElementwiseOp& kOp, class Functor, Functor (*kMake)(const double*) = nullptr>
+// The op-table entry of an elementwise operator (the defaults when the caller
+// passes no params).
+template <const ElementwiseOp& kOp, class Functor>
 struct ElementwiseEntry {
   static oprt_status_t create(void** desc, oprt_backend_t backend, const oprt_tensor_view_t* out,
                               const oprt_tensor_view_t* const* inputs, const double* params) {
-    if constexpr (kMake == nullptr) {
-      return create_elementwise(kOp, backend, desc, out, inputs, Functor{});
-    } else {
-      return create_elementwise(kOp, backend, desc, out, inputs,
-                                kMake(params != nullptr ? params : kOp.param_defaults));
-    }
+    return create_elementwise(
+        kOp, backend, desc, out, inputs,
+        functor_from_params<Functor>(params != nullptr ? params : kOp.param_defaults,
+                                     std::make_index_sequence<kOp.num_params>{}));
   }
   static oprt_status_t get_workspace_size(void* desc, size_t* bytes) {
-    return elementwise_workspace_size(kOp, desc, bytes);
+    return descriptor_workspace_size(kOp.name, desc, bytes);
   }
   static oprt_status_t execute(void* desc, void* workspace, size_t workspace_size, void* out,
                                const void* const* inputs, void* stream) {
     return execute_elementwise(kOp, desc, workspace, workspace_size, out, inputs, stream);
   }
-  static oprt_status_t destroy(void* desc) { return destroy_elementwise(kOp, desc); }
+  static oprt_status_t destroy(void* desc) { return destroy_descriptor(kOp.name, desc); }
 
   static constexpr oprt_operator_t table() {
     return oprt_operator_t{kOp.name,         OPRT_KIND_ELEMENTWISE, kOp.num_inputs,

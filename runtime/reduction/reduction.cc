@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 
 namespace oprt {
 namespace {
@@ -19,7 +18,6 @@ struct ReductionDescriptor final : Descriptor {
       : Descriptor(op_name, backend_kind) {}
   const ReductionKernels* kernels = nullptr;
   ReductionPlan plan{};
-  size_t workspace_bytes = 0;
   // The layouts create checked, so execute can check the pointers it gets
   // against the same overlap rules.
   oprt_tensor_view_t out_view{};
@@ -186,11 +184,6 @@ ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
 
 using LiveReduction = LiveDescriptor<ReductionDescriptor>;
 
-oprt_status_t not_live(const ReductionOp& op) {
-  return fail(OPRT_ERR_INVALID_ARG, "%s: descriptor is null, destroyed or not a %s descriptor",
-              op.name, op.name);
-}
-
 // An empty row still has a sum (0) to write, but no softmax.
 bool has_no_work(const ReductionPlan& plan) {
   return plan.rows == 0 || (plan.out_axis_stride != 0 && plan.row_length == 0);
@@ -282,27 +275,23 @@ oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, 
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
   int32_t normalized_axis = 0;
   OPRT_RETURN_IF_ERROR(check_operands(op, out, inputs, dim, &normalized_axis));
-  oprt_backend_t backend = OPRT_BACKEND_AUTO;
-  OPRT_RETURN_IF_ERROR(resolve_backend(op.name, requested, &backend));
-  const auto* kernels = static_cast<const ReductionKernels*>(find_kernel(op.name, backend));
-  if (kernels == nullptr) {
-    return fail(OPRT_ERR_NOT_SUPPORTED, "%s: no %s kernel is built into this library", op.name,
-                oprt_backend_string(backend));
-  }
+  oprt_backend_t backend;
+  const void* kernel;
+  OPRT_RETURN_IF_ERROR(find_backend_kernel(op.name, requested, &backend, &kernel));
+  const auto* kernels = static_cast<const ReductionKernels*>(kernel);
   oprt_tensor_view_t in_views[kMaxReductionInputs]{};
   for (int32_t i = 0; i < op.num_inputs; ++i) in_views[i] = layout_of_checked(*inputs[i]);
   ReductionPlan plan = make_plan(op, layout_of_checked(*out), in_views, normalized_axis);
   size_t workspace_bytes = 0;
   OPRT_RETURN_IF_ERROR(kernels->prepare(&plan, &workspace_bytes));
-  auto* created = new (std::nothrow) ReductionDescriptor(op.name, backend);
-  if (created == nullptr) return fail(OPRT_ERR_RUNTIME, "%s: out of host memory", op.name);
+  ReductionDescriptor* created;
+  OPRT_RETURN_IF_ERROR(new_descriptor(op.name, backend, &created));
   created->kernels = kernels;
   created->plan = plan;
   created->workspace_bytes = workspace_bytes;
   created->out_view = layout_of_checked(*out);
   for (int32_t i = 0; i < op.num_inputs; ++i) created->in_views[i] = in_views[i];
-  *desc = track(created);
-  return succeed();
+  return publish(created, desc);
 }
 
 oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t backend,
@@ -315,20 +304,11 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t 
   return create_reduction(op, backend, desc, out, inputs, static_cast<int32_t>(dim));
 }
 
-oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
-                                           size_t* bytes) {
-  const LiveReduction live(desc, op.name);
-  if (live.get() == nullptr) return not_live(op);
-  if (bytes == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: bytes is null", op.name);
-  *bytes = live->workspace_bytes;
-  return succeed();
-}
-
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
                                 size_t workspace_size, void* out, const void* const* inputs,
                                 void* stream) {
   const LiveReduction live(desc, op.name);
-  if (live.get() == nullptr) return not_live(op);
+  if (live.get() == nullptr) return fail_not_live(op.name);
   const ReductionPlan& plan = live->plan;
   if (has_no_work(plan)) return succeed();
   if (out == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: out is null", op.name);
@@ -356,11 +336,6 @@ oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspa
                 live->workspace_bytes, kWorkspaceAlignment);
   }
   OPRT_RETURN_IF_ERROR(live->kernels->execute(plan, workspace, out, inputs, stream));
-  return succeed();
-}
-
-oprt_status_t destroy_reduction(const ReductionOp& op, void* desc) {
-  if (!retire(desc, op.name)) return not_live(op);
   return succeed();
 }
 

@@ -136,25 +136,9 @@ struct ReductionOp {
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, void** desc,
                                const oprt_tensor_view_t* out,
                                const oprt_tensor_view_t* const* inputs, int32_t dim);
-oprt_status_t get_reduction_workspace_size(const ReductionOp& op, const void* desc,
-                                           size_t* bytes);
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
                                 size_t workspace_size, void* out, const void* const* inputs,
                                 void* stream);
-oprt_status_t destroy_reduction(const ReductionOp& op, void* desc);
-
-// Typed front door: Handle is the operator's opaque descriptor struct.
-template <class Handle>
-oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, Handle** desc,
-                               const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t dim) {
-  if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
-  *desc = nullptr;
-  void* created = nullptr;
-  OPRT_RETURN_IF_ERROR(create_reduction(op, backend, &created, out, inputs, dim));
-  *desc = static_cast<Handle*>(created);
-  return OPRT_SUCCESS;
-}
 
 // create for the op table, whose "dim" arrives as a double: it must be integral.
 oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t backend,
@@ -176,14 +160,14 @@ struct ReductionEntry {
                                        (params != nullptr ? params : kParamDefaults)[0]);
   }
   static oprt_status_t get_workspace_size(void* desc, size_t* bytes) {
-    return get_reduction_workspace_size(kOp, desc, bytes);
+    return descriptor_workspace_size(kOp.name, desc, bytes);
   }
   static oprt_status_t execute(void* desc, void* workspace, size_t workspace_size, void* out,
                                const void* const* inputs, void* stream) {
     if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", kOp.name);
     return execute_reduction(kOp, desc, workspace, workspace_size, out, inputs, stream);
   }
-  static oprt_status_t destroy(void* desc) { return destroy_reduction(kOp, desc); }
+  static oprt_status_t destroy(void* desc) { return destroy_descriptor(kOp.name, desc); }
 
   static constexpr const char* kParamNames[] = {"dim"};
   static constexpr double kParamDefaults[] = {-1.0};

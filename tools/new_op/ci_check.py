@@ -33,8 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# The scratch operators: one per kind, one with named inputs and a parameter (its front
-# end builds the functor from the op table) and a normalization of two inputs (the
+# The scratch operators: one per kind, one with named inputs and a parameter (its generated
+# front end builds the functor from the op table's values) and a normalization of two inputs (the
 # reduction family's second input, as softmax_backward's), with new_op's arguments and
 # the message each one's cpu test must show.
 SCRATCH_OPERATORS = {

@@ -1,6 +1,0 @@
-// relu on CUDA-dialect GPUs (nvidia; metax with -DOPRT_METAX): the shared
-// elementwise kernels instantiated for its functor.
-#include "ops/relu/relu_functor.h"
-#include "runtime/elementwise/elementwise_cuda.cuh"
-
-OPRT_REGISTER_KERNEL(relu, OPRT_GPU_BACKEND, oprt::gpu::elementwise_kernel<oprt::ReluFunctor>);

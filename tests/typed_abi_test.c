@@ -1,0 +1,102 @@
+/* The typed C functions oprt_operator generates (ops/c_abi.bzl), compiled as C and run on
+ * the cpu backend: one operator of each shape (no parameter, a float parameter, two
+ * inputs, a reduction's dim, a normalization of two inputs) gives the right values, and
+ * create reports a bad call with a status and a message naming the op table's operand. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <operator_runtime/api.h>
+#include <operator_runtime/ops/copy.h>
+#include <operator_runtime/ops/reduce_sum.h>
+#include <operator_runtime/ops/relu.h>
+#include <operator_runtime/ops/relu_backward.h>
+#include <operator_runtime/ops/softmax.h>
+#include <operator_runtime/ops/softmax_backward.h>
+#include <operator_runtime/ops/vector_add.h>
+
+static int failures = 0;
+
+#define EXPECT(condition)                                               \
+  do {                                                                  \
+    if (!(condition)) {                                                 \
+      fprintf(stderr, "%s:%d: %s (last error: %s)\n", __FILE__, __LINE__, \
+              #condition, oprt_last_error_message());                   \
+      ++failures;                                                       \
+    }                                                                   \
+  } while (0)
+
+/* A contiguous f32 view of data with shape (rows, columns). */
+static oprt_tensor_view_t view2(float *data, int64_t rows, int64_t columns) {
+  oprt_tensor_view_t view;
+  memset(&view, 0, sizeof view);
+  view.data = data;
+  view.dtype = OPRT_DTYPE_F32;
+  view.ndim = 2;
+  view.shape[0] = rows;
+  view.shape[1] = columns;
+  view.strides[0] = columns;
+  view.strides[1] = 1;
+  return view;
+}
+
+static int near(float a, float b) { return fabsf(a - b) <= 1e-6f * (1.0f + fabsf(b)); }
+
+/* Each operator's four functions in turn; the workspace (none here) is asked for. */
+#define RUN(op, create_arguments, execute_pointers)                                  \
+  do {                                                                               \
+    oprt_##op##_descriptor_t desc = NULL;                                            \
+    size_t bytes = 1;                                                                \
+    EXPECT(oprt_create_##op##_descriptor create_arguments == OPRT_SUCCESS);          \
+    EXPECT(oprt_get_##op##_workspace_size(desc, &bytes) == OPRT_SUCCESS && bytes == 0); \
+    EXPECT(oprt_execute_##op execute_pointers == OPRT_SUCCESS);                      \
+    EXPECT(oprt_destroy_##op##_descriptor(desc) == OPRT_SUCCESS);                    \
+  } while (0)
+
+int main(void) {
+  float x[6] = {-2.0f, -1.0f, 0.0f, 1.0f, 2.0f, 3.0f};
+  float y[6] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  float out[6];
+  float sums[2];
+  oprt_tensor_view_t x_view = view2(x, 2, 3), y_view = view2(y, 2, 3), out_view = view2(out, 2, 3);
+  oprt_tensor_view_t sums_view = view2(sums, 2, 1);
+  int i;
+  EXPECT(oprt_set_backend(OPRT_BACKEND_CPU) == OPRT_SUCCESS);
+
+  RUN(copy, (&desc, &out_view, &x_view), (desc, NULL, 0, out, x, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(out[i] == x[i]);
+
+  RUN(relu, (&desc, &out_view, &x_view, 0.5f), (desc, NULL, 0, out, x, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(out[i] == (x[i] > 0.0f ? x[i] : 0.5f * x[i]));
+
+  RUN(vector_add, (&desc, &out_view, &x_view, &y_view), (desc, NULL, 0, out, x, y, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(out[i] == x[i] + 1.0f);
+
+  RUN(relu_backward, (&desc, &out_view, &y_view, &x_view, 0.25f),
+      (desc, NULL, 0, out, y, x, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(out[i] == (x[i] > 0.0f ? 1.0f : 0.25f));
+
+  RUN(reduce_sum, (&desc, &sums_view, &x_view, -1), (desc, NULL, 0, sums, x, NULL));
+  EXPECT(sums[0] == -3.0f && sums[1] == 6.0f);
+
+  RUN(softmax, (&desc, &out_view, &y_view, 1), (desc, NULL, 0, out, y, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(near(out[i], 1.0f / 3.0f));
+
+  /* dx = y * (dy - sum(dy * y)) with dy = y = 1: 1 - 3 = -2 everywhere. */
+  RUN(softmax_backward, (&desc, &out_view, &y_view, &y_view, 1),
+      (desc, NULL, 0, out, y, y, NULL));
+  for (i = 0; i < 6; ++i) EXPECT(near(out[i], -2.0f));
+
+  {
+    oprt_relu_backward_descriptor_t desc = NULL;
+    EXPECT(oprt_create_relu_backward_descriptor(&desc, &out_view, NULL, &x_view, 0.0f) ==
+           OPRT_ERR_INVALID_ARG);
+    EXPECT(desc == NULL);
+    EXPECT(strcmp(oprt_last_error_message(), "relu_backward: dy view is null") == 0);
+    EXPECT(oprt_create_softmax_descriptor(NULL, &out_view, &x_view, 0) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(), "softmax: desc is null") == 0);
+  }
+
+  if (failures == 0) printf("typed_abi_test: every typed function ran\n");
+  return failures == 0 ? 0 : 1;
+}
