@@ -8,7 +8,7 @@ nvidia (`runtime/nvidia/*.cu`, an operator's `nvidia/*.cu` or generated GPU sour
   (`--config=metax`); its tests, `test_metax`, are tagged `requires-metax`.
 - `metax_compat`: the same translation units compiled by the hermetic nvcc
   (`cuda_library`), as MACA's cu-bridge presents CUDA, for the nvidia platform, so
-  CI compiles them; linked into //runtime:liboperator_runtime_metax_compat.so, which
+  CI compiles them; linked into //:liboperator_runtime_metax_compat.so, which
   the GPU-runner bundle runs through the case tables on an NVIDIA GPU
   (`run_tests.sh --backends=metax`). Never linked with the nvidia kernels: both
   instantiate the same templates in namespace oprt::gpu under different settings.
@@ -77,7 +77,7 @@ def metax_operator(name, family, srcs, hdrs, test):
         name = "metax_compat",
         deps = [":frontend", ":cpu", ":" + _COMPAT.op_kernels],
         target_compatible_with = [_COMPAT.platform],
-        visibility = ["//runtime:__pkg__"],
+        visibility = ["//:__pkg__"],
     )
     test(
         "test_metax",

@@ -1,7 +1,7 @@
 """Where the runtime's C libraries are, for tests that load them with ctypes.
 
-Two layouts hold them: Bazel runfiles (`_main/runtime/<name>`, next to this package's
-`_main/python/`) and the GPU-runner bundle (`oprt-bundle/lib/<name>`, next to its
+Two layouts hold them: Bazel runfiles (`_main/<name>`, the root package's products, beside
+this package's `_main/python/`) and the GPU-runner bundle (`oprt-bundle/lib/<name>`, next to its
 `oprt-bundle/python/`).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 # Not resolved: in runfiles this file is a link into the source tree, which has no libraries.
 _ROOT = Path(os.path.abspath(__file__)).parent.parent.parent
-_LAYOUTS = ("runtime", "lib")
+_LAYOUTS = (".", "lib")
 
 
 def runtime_library(name: str) -> str:

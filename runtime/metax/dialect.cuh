@@ -14,7 +14,7 @@
 #define OPRT_GPU_BACKEND OPRT_BACKEND_METAX
 
 // Wide stores are plain assignments, without nvcc's write-back store intrinsic.
-#define OPRT_NO_STWB 1
+#define OPRT_LACKS_STWB_INTRINSIC 1
 
 #if defined(__MACACC__)
 // MetaX GPUs run waves of 64 threads; *_sync intrinsics take a 64-bit lane mask.

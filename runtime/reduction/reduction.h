@@ -1,7 +1,7 @@
-// The machinery shared by operators that work along one axis (reduce_sum,
-// softmax, softmax_backward): a host plan that turns (out, in, axis) into rows, the descriptor and
-// op-table glue that keeps each operator's front end a few lines long, and the
-// interface a backend registers for such an operator.
+// The reduction family, the machinery shared by operators that work along one axis (the
+// reduction reduce_sum and the normalizations softmax and softmax_backward): a host plan
+// that turns (out, inputs, dim) into rows, the descriptor and the op-table entry that the
+// generated front ends (ops/c_abi.bzl) register, and the interface a backend registers.
 #ifndef OPERATOR_RUNTIME_REDUCTION_REDUCTION_H_
 #define OPERATOR_RUNTIME_REDUCTION_REDUCTION_H_
 

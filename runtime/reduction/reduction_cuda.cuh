@@ -240,10 +240,10 @@ struct AccessWord<16> {
 // split into 4-byte stores when nvcc cannot prove that loads between them touch
 // other memory (out may alias in), which costs bandwidth; the write-back store
 // intrinsic takes the word whole and caches like `=`. The metax build does not
-// rely on MACA having that intrinsic (OPRT_NO_STWB): it assigns.
+// rely on MACA having that intrinsic (OPRT_LACKS_STWB_INTRINSIC): it assigns.
 template <class Word>
 __device__ inline void store_word(Word* target, Word word) {
-#if defined(OPRT_NO_STWB)
+#if defined(OPRT_LACKS_STWB_INTRINSIC)
   *target = word;
 #else
   __stwb(target, word);

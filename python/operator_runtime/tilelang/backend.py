@@ -13,7 +13,8 @@ layouts; this module brings operands there:
   (broadcast, strided, misaligned) is first copied by torch into a dense
   buffer in out's order, and a non-dense or misaligned `out` is written
   through a dense buffer copied into it afterwards.
-- rows (reduce_sum, softmax, softmax_backward): the kernel wants the reduced
+- reduction (reduce_sum, and the normalizations softmax and softmax_backward),
+  the C runtime's family of the same name: the kernel wants the reduced
   axis innermost and contiguous, as (m, n) matrices, one per input (all of one
   shape). Each input whose `movedim(axis, -1)` is contiguous is used in place;
   any other is copied there first (one transposed or compacting copy per run).
@@ -67,7 +68,7 @@ def _flat(tensor: torch.Tensor) -> torch.Tensor:
 class ElementwisePlan:
     """How an elementwise call's operands reach the flat kernel."""
 
-    shape_class = "flat"
+    family = "elementwise"
 
     def __init__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]):
         self.shape = tuple(out.shape)
@@ -101,11 +102,11 @@ class ElementwisePlan:
             out.copy_(target)
 
 
-class RowPlan:
+class ReductionPlan:
     """How a call of the reduction family reaches the (m, n) row kernel: its
     inputs (one, or two of one shape as softmax_backward's) as matrices, then out."""
 
-    shape_class = "rows"
+    family = "reduction"
 
     def __init__(self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], axis: float):
         self.keeps_axis = OPERATORS[op].kind == Kind.NORMALIZATION
@@ -151,8 +152,8 @@ class RowPlan:
             out_rows.copy_(target)
 
 
-def shape_class(op: str) -> str:
-    return ElementwisePlan.shape_class if OPERATORS[op].kind == Kind.ELEMENTWISE else RowPlan.shape_class
+def family(op: str) -> str:
+    return ElementwisePlan.family if OPERATORS[op].kind == Kind.ELEMENTWISE else ReductionPlan.family
 
 
 def warm(ops: Sequence[str], target: dict | str, workers: int) -> list[compiler.CacheKey]:
@@ -160,7 +161,7 @@ def warm(ops: Sequence[str], target: dict | str, workers: int) -> list[compiler.
     `workers` threads, filling this process's cache and TileLang's disk cache,
     so that later processes load kernels instead of compiling them."""
     jobs = [
-        (op, style, dtype, shape_class(op))
+        (op, style, dtype, family(op))
         for op in ops
         for style in compiler.STYLES
         for dtype in compiler.DTYPE_NAMES.values()
@@ -227,9 +228,9 @@ class TileLangBackend:
         if OPERATORS[op].kind == Kind.ELEMENTWISE:
             plan, scalars = ElementwisePlan(out, inputs), params
         else:
-            plan, scalars = RowPlan(op, out, inputs, params[0]), ()
+            plan, scalars = ReductionPlan(op, out, inputs, params[0]), ()
         compiled = compiler.KERNELS.get(
-            op, compiler.get_style(), compiler.DTYPE_NAMES[out.dtype], shape_class(op),
+            op, compiler.get_style(), compiler.DTYPE_NAMES[out.dtype], family(op),
             compiler.cuda_target(out.device),
         )
         return TileLangKernel(plan, compiled, scalars, out, inputs)

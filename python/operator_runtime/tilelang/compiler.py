@@ -2,7 +2,7 @@
 
 TileLang is imported here on first use (about 4 s), never at `import
 operator_runtime`. A compiled kernel is kept in memory under
-(op, style, dtype, shape class, arch); below that, TileLang's own disk cache
+(op, style, dtype, family, arch); below that, TileLang's own disk cache
 (one directory, `cache_dir()`) keeps the cubins and host wrappers across
 processes, so a second process compiles nothing.
 """
@@ -121,7 +121,7 @@ class CacheKey(NamedTuple):
     op: str
     style: str
     dtype: str
-    shape_class: str
+    family: str
     arch: str
 
 
@@ -134,8 +134,8 @@ class KernelCache:
         self._key_locks: dict[CacheKey, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, op: str, style: str, dtype: str, shape_class: str, target: dict | str):
-        key = CacheKey(op, style, dtype, shape_class, target_arch(target))
+    def get(self, op: str, style: str, dtype: str, family: str, target: dict | str):
+        key = CacheKey(op, style, dtype, family, target_arch(target))
         kernel = self._kernels.get(key)
         if kernel is not None:
             return kernel
