@@ -26,11 +26,8 @@
 // itself, after reading them.
 #include <cuda_runtime.h>
 
+#include "runtime/reduction/cluster_cuda.cuh"
 #include "runtime/reduction/reduction_cuda.cuh"
-
-#if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-#include <cooperative_groups.h>
-#endif
 
 namespace oprt {
 namespace gpu {
@@ -407,42 +404,6 @@ OPRT_HOST_DEVICE constexpr int cluster_register_floats(bool whole_vectors) {
 OPRT_HOST_DEVICE constexpr int64_t cluster_register_elements(bool whole_vectors) {
   return int64_t{kClusterBlockThreads} * cluster_register_floats(whole_vectors);
 }
-// Blocks per cluster: 8 is portable; Hopper also runs 16 when asked to.
-constexpr int kMaxClusterBlocks = 16;
-
-#if __CUDA_ARCH__ >= 900
-// Copies this member's vectors of walk positions [tail_begin, end) to tail
-// (position p to tail[p - tail_begin]); wait_async_copies() completes them.
-// Whole 16-byte vectors go by asynchronous copy, which needs no registers, so
-// a whole tail can be in flight at once; a row's partial last vector (and
-// every element without vectors) is loaded, with -inf outside the row, and
-// stored.
-template <class T, int kVec, bool kWholeVectors>
-__device__ inline void stage_tail(T* tail, const RowWalk<const T, kWholeVectors>& walk,
-                                  int64_t tail_begin,
-                                  int64_t end, int member, int width) {
-  using Word = typename AccessWord<sizeof(T) * kVec>::type;
-  for (int64_t p = tail_begin + int64_t{member} * kVec; p < end; p += int64_t{width} * kVec) {
-    T* const target = tail + (p - tail_begin);
-    const int64_t i = p - walk.lead;
-    if constexpr (sizeof(T) * kVec == 16) {
-      if (kWholeVectors || (walk.holds(i) && walk.holds(i + kVec - 1))) {
-        const auto address = static_cast<unsigned>(__cvta_generic_to_shared(target));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
-                     "l"(walk.first + i)
-                     : "memory");
-        continue;
-      }
-    }
-    float x[kVec];
-    walk.template load<kVec>(p, -INFINITY, x);
-    *reinterpret_cast<Word*>(target) = pack_floats<kVec, T>(x);
-  }
-}
-
-__device__ inline void wait_async_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-#endif
-
 // chunk is in walk positions (RowWalk). Each member reads back only the tail
 // vectors it staged itself (for_each_vector visits the same positions for the
 // same member), so the tail needs no barrier.
@@ -458,9 +419,8 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
   extern __shared__ uint4 chunk_tail_words[];
   T* const chunk_tail = reinterpret_cast<T*>(chunk_tail_words);
   __shared__ MaxSum block_stats;
-  const cg::cluster_group cluster = cg::this_cluster();
   const BlockTeam team;
-  const int64_t begin = static_cast<int64_t>(cluster.block_rank()) * chunk;
+  const int64_t begin = static_cast<int64_t>(cg::this_cluster().block_rank()) * chunk;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
@@ -474,8 +434,8 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     const RowWalk<const T, true> tail{chunk_tail, 1, tail_positions, 0};
     // Read the chunk once: the tail is copied to shared memory while the head
     // is loaded into registers.
-    stage_tail<T, kVec, kWholeVectors>(chunk_tail, walk, tail_begin, end, team.member(),
-                                       team.width());
+    stage_vectors<T, kVec, kWholeVectors>(chunk_tail, walk, tail_begin, end, team.member(),
+                                          team.width(), -INFINITY);
     float x[kRegisterVectors][kVec];
     float max = -INFINITY;
 #pragma unroll
@@ -512,14 +472,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
                                      }
                                    });
     sum = team.reduce(sum, AddOp{});
-    // Every block combines all the cluster's pairs in the same order, so all agree.
-    if (team.member() == 0) block_stats = MaxSum{max, sum};
-    cluster.sync();
-    MaxSum stats = MaxSumOp::identity();
-    for (unsigned rank = 0; rank < cluster.num_blocks(); ++rank) {
-      stats = MaxSumOp{}(stats, *cluster.map_shared_rank(&block_stats, rank));
-    }
-    cluster.sync();  // no block overwrites block_stats, or exits, while another reads it
+    const MaxSum stats = cluster_reduce(MaxSum{max, sum}, MaxSumOp{}, &block_stats);
     const float scale = 1.0f / stats.sum;
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
@@ -685,31 +638,6 @@ void launch_online(const ReductionPlan& plan, int64_t walk, Team team, dim3 bloc
 }
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-// A launch of the cluster path: plan.row_splits blocks per cluster (one row at
-// a time), one cluster per row for up to 65535 rows, looping over the rest.
-template <class T>
-struct ClusterLaunch {
-  cudaLaunchConfig_t config;
-  cudaLaunchAttribute cluster_shape;
-
-  ClusterLaunch(const ReductionPlan& plan, int64_t chunk, bool whole_vectors, cudaStream_t stream)
-      : config{} {
-    const int64_t tail = std::max<int64_t>(0, chunk - cluster_register_elements(whole_vectors));
-    const int blocks = static_cast<int>(plan.row_splits);
-    config.gridDim = dim3(static_cast<unsigned>(blocks),
-                          static_cast<unsigned>(std::clamp<int64_t>(plan.rows, 1, 65535)));
-    config.blockDim = dim3(kClusterBlockThreads);
-    config.dynamicSmemBytes = static_cast<size_t>(tail) * sizeof(T);
-    config.stream = stream;
-    cluster_shape.id = cudaLaunchAttributeClusterDimension;
-    cluster_shape.val.clusterDim.x = static_cast<unsigned>(blocks);
-    cluster_shape.val.clusterDim.y = 1;
-    cluster_shape.val.clusterDim.z = 1;
-    config.attrs = &cluster_shape;
-    config.numAttrs = 1;
-  }
-};
-
 // Walk positions each block of a cluster of `blocks` holds: enough for a row
 // at any lead, so the plan made at create time holds every launch's rows.
 template <class T>
@@ -717,83 +645,46 @@ int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
   return chunk_length(plan.row_length + kWide<T> - 1, blocks);
 }
 
-// Lets the cluster kernels use all the shared memory a block may opt into and
-// clusters of 16; returns the dynamic shared memory a block may then have.
 template <class T>
-oprt_status_t allow_large_clusters(int shared_optin, size_t* dynamic_limit) {
-  cudaFuncAttributes attributes{};
-  cudaError_t error =
-      cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>, false>);
-  const int dynamic = shared_optin - static_cast<int>(attributes.sharedSizeBytes);
-  for (const auto kernel :
-       {softmax_rows_in_cluster<T, 1, true>, softmax_rows_in_cluster<T, kWide<T>, true>,
-        softmax_rows_in_cluster<T, kWide<T>, false>}) {
-    if (error == cudaSuccess) {
-      error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic);
-    }
-    if (error == cudaSuccess) {
-      error = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    }
-  }
-  if (error != cudaSuccess) {
-    return fail(OPRT_ERR_RUNTIME, "softmax: cannot configure the cluster kernels: %s",
-                cudaGetErrorString(error));
-  }
-  *dynamic_limit = static_cast<size_t>(dynamic);
-  return OPRT_SUCCESS;
+ClusterLaunch cluster_launch(const ReductionPlan& plan, int64_t chunk, bool whole_vectors,
+                             cudaStream_t stream) {
+  const int64_t tail = std::max<int64_t>(0, chunk - cluster_register_elements(whole_vectors));
+  return ClusterLaunch(plan, kClusterBlockThreads, static_cast<size_t>(tail) * sizeof(T), stream);
 }
 
 // Chooses the cluster path for plan when the device has clusters (sm_90+) and
-// a cluster of at most kMaxClusterBlocks blocks can hold a row: the fewest
-// blocks that hold it (a block per SM streams best, measured on the H200),
-// doubled while the rows' clusters still fit in one wave.
+// a cluster of at most kMaxClusterBlocks blocks holds a row (choose_cluster).
 template <class T>
 oprt_status_t prepare_cluster(ReductionPlan* plan) {
-  int major = 0;
-  OPRT_RETURN_IF_ERROR(device_attribute<cudaDevAttrComputeCapabilityMajor>("softmax", &major));
-  if (major < 9) return OPRT_SUCCESS;
-  int shared_optin = 0;
-  OPRT_RETURN_IF_ERROR(
-      device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>("softmax", &shared_optin));
+  bool has_clusters = false;
+  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax", &has_clusters));
+  if (!has_clusters) return OPRT_SUCCESS;
+  cudaFuncAttributes attributes{};
+  if (cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>, false>) !=
+      cudaSuccess) {
+    return fail(OPRT_ERR_RUNTIME, "softmax: cannot read the cluster kernel's attributes");
+  }
   size_t dynamic_limit = 0;
-  OPRT_RETURN_IF_ERROR(allow_large_clusters<T>(shared_optin, &dynamic_limit));
+  OPRT_RETURN_IF_ERROR(allow_large_clusters(
+      "softmax", attributes.sharedSizeBytes, &dynamic_limit, softmax_rows_in_cluster<T, 1, true>,
+      softmax_rows_in_cluster<T, kWide<T>, true>, softmax_rows_in_cluster<T, kWide<T>, false>));
   // What the kernel for rows with partial vectors holds, the lesser of the two.
   const int64_t capacity =
       cluster_register_elements(false) + static_cast<int64_t>(dynamic_limit / sizeof(T));
-  int widest = 1;
-  while (widest <= kMaxClusterBlocks && cluster_chunk<T>(*plan, widest) > capacity) {
-    widest *= 2;
-  }
-  int multiprocessors = 0;
-  OPRT_RETURN_IF_ERROR(multiprocessor_count("softmax", &multiprocessors));
-  while (widest < kMaxClusterBlocks && plan->rows * widest * 2 <= multiprocessors) widest *= 2;
-  // Not every cluster shape can be scheduled (a cluster's blocks share one GPC):
-  // fall back to fewer, larger blocks while they still hold the row.
-  for (int blocks = widest; blocks >= 1; blocks /= 2) {
-    const int64_t chunk = cluster_chunk<T>(*plan, blocks);
-    if (blocks > kMaxClusterBlocks || chunk > capacity) continue;
-    ReductionPlan candidate = *plan;
-    candidate.row_splits = blocks;
-    const ClusterLaunch<T> launch(candidate, chunk, false, nullptr);
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, softmax_rows_in_cluster<T, kWide<T>, false>,
-                                       &launch.config) != cudaSuccess) {
-      cudaGetLastError();  // an unschedulable shape is an answer, not a sticky error
-      continue;
-    }
-    if (clusters > 0) {
-      plan->row_splits = blocks;
-      plan->splits_share_cluster = true;
-      return OPRT_SUCCESS;
-    }
-  }
-  return OPRT_SUCCESS;
+  return choose_cluster(
+      "softmax", softmax_rows_in_cluster<T, kWide<T>, false>,
+      [&](int64_t blocks) { return cluster_chunk<T>(*plan, blocks); },
+      [&](int64_t chunk) { return chunk <= capacity; },
+      [&](const ReductionPlan& candidate, int64_t chunk) {
+        return cluster_launch<T>(candidate, chunk, false, nullptr);
+      },
+      plan);
 }
 
 template <class T, int kVec, bool kWholeVectors>
 void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
   const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
-  const ClusterLaunch<T> launch(plan, chunk, kWholeVectors, stream);
+  const ClusterLaunch launch = cluster_launch<T>(plan, chunk, kWholeVectors, stream);
   cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec, kWholeVectors>, plan, chunk,
                      out, in);
 }
