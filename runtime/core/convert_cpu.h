@@ -12,6 +12,7 @@
 #define OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/core/numeric.h"
 
@@ -32,6 +33,14 @@ namespace cpu {
 
 // Values a block loop converts at a time: its float buffers stay in L1.
 constexpr int64_t kConvertBlock = 1024;
+
+// Whether the reduction kernels' loops (OPRT_CPU_CLONES) read 16-bit T through
+// to_floats' blocks rather than converting each element where they use it: f16,
+// whose conversion GCC leaves scalar in a loop. bf16's is a shift that vectorises
+// in place; through blocks, reduce_sum's bf16 rows took longer (256x262144: 8.9
+// -> 10.8 ms, medians of 5) and softmax's and softmax_backward's no less time.
+template <class T>
+constexpr bool kConvertsInBlocks = std::is_same_v<T, f16>;
 
 void to_floats(const f16* in, float* out, int64_t n);
 void to_floats(const bf16* in, float* out, int64_t n);
