@@ -1,7 +1,7 @@
 // Block conversions of the cpu backend (convert_cpu.h).
 #include "runtime/core/convert_cpu.h"
 
-#include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -11,6 +11,22 @@
 namespace oprt {
 namespace cpu {
 namespace {
+
+template <class From, class To>
+using Converter = void (*)(const From* in, To* out, int64_t n);
+
+// The portable loop, numeric.h's conversion of each value. Always inlined, so
+// that an x86 path compiled for more instructions vectorises it with them.
+template <class From, class To>
+__attribute__((always_inline)) inline void convert_each(const From* in, To* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<To, float>) {
+      out[i] = to_float(in[i]);
+    } else {
+      out[i] = from_float<To>(in[i]);
+    }
+  }
+}
 
 #if OPRT_HAS_X86_PATHS
 // Compiled for F16C or AVX2 whatever the build's target; called only where the
@@ -22,7 +38,7 @@ __attribute__((target("avx,f16c"))) void f16_to_floats_f16c(const f16* in, float
     const __m128i halves = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(halves));
   }
-  for (; i < n; ++i) out[i] = to_float(in[i]);
+  convert_each(in + i, out + i, n - i);
 }
 
 __attribute__((target("avx,f16c"))) void floats_to_f16_f16c(const float* in, f16* out,
@@ -32,61 +48,46 @@ __attribute__((target("avx,f16c"))) void floats_to_f16_f16c(const float* in, f16
     const __m128i halves = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), halves);
   }
-  for (; i < n; ++i) out[i] = from_float<f16>(in[i]);
+  convert_each(in + i, out + i, n - i);
 }
 
-// The same loop as from_floats' portable one, vectorised for AVX2: SSE2 has no
-// 32-to-16-bit pack of unsigned values, which made that loop 7x slower than the
-// bf16-to-float one.
+// The portable loop vectorised for AVX2: SSE2 has no 32-to-16-bit pack of
+// unsigned values, which made it 7x slower than the bf16-to-float one.
 __attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* in, bf16* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = from_float<bf16>(in[i]);
-}
-
-bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return has;
-}
-
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
+  convert_each(in, out, n);
 }
 #endif
+
+// The conversions this CPU runs, chosen once: the portable loops, replaced by
+// the x86 paths where the CPU has their instructions.
+struct Converters {
+  Converter<f16, float> f16_to_floats = convert_each<f16, float>;
+  Converter<bf16, float> bf16_to_floats = convert_each<bf16, float>;
+  Converter<float, f16> floats_to_f16 = convert_each<float, f16>;
+  Converter<float, bf16> floats_to_bf16 = convert_each<float, bf16>;
+
+  Converters() {
+#if OPRT_HAS_X86_PATHS
+    if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+      f16_to_floats = f16_to_floats_f16c;
+      floats_to_f16 = floats_to_f16_f16c;
+    }
+    if (__builtin_cpu_supports("avx2")) floats_to_bf16 = floats_to_bf16_avx2;
+#endif
+  }
+};
+
+const Converters& converters() {
+  static const Converters chosen;
+  return chosen;
+}
 
 }  // namespace
 
-void to_floats(const float* in, float* out, int64_t n) {
-  std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
-}
-
-void to_floats(const f16* in, float* out, int64_t n) {
-#if OPRT_HAS_X86_PATHS
-  if (cpu_has_f16c()) return f16_to_floats_f16c(in, out, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) out[i] = to_float(in[i]);
-}
-
-void to_floats(const bf16* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = to_float(in[i]);
-}
-
-void from_floats(const float* in, float* out, int64_t n) {
-  std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
-}
-
-void from_floats(const float* in, f16* out, int64_t n) {
-#if OPRT_HAS_X86_PATHS
-  if (cpu_has_f16c()) return floats_to_f16_f16c(in, out, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) out[i] = from_float<f16>(in[i]);
-}
-
-void from_floats(const float* in, bf16* out, int64_t n) {
-#if OPRT_HAS_X86_PATHS
-  if (cpu_has_avx2()) return floats_to_bf16_avx2(in, out, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) out[i] = from_float<bf16>(in[i]);
-}
+void to_floats(const f16* in, float* out, int64_t n) { converters().f16_to_floats(in, out, n); }
+void to_floats(const bf16* in, float* out, int64_t n) { converters().bf16_to_floats(in, out, n); }
+void from_floats(const float* in, f16* out, int64_t n) { converters().floats_to_f16(in, out, n); }
+void from_floats(const float* in, bf16* out, int64_t n) { converters().floats_to_bf16(in, out, n); }
 
 }  // namespace cpu
 }  // namespace oprt

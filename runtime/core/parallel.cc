@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <system_error>
@@ -93,32 +94,48 @@ class WorkerPool {
   int64_t remaining_ = 0;
 };
 
-// The process's pool, made on first use; pool_mutex guards the pointer.
+// The process's pool, made on first use. Calls find it with one atomic load;
+// pool_mutex serialises its making and the fork handlers, so none of them sees
+// a pool half made.
 std::mutex pool_mutex;
-WorkerPool* pool = nullptr;
+std::atomic<WorkerPool*> pool{nullptr};
 
 // In the child of a fork the workers do not exist: it drops the parent's pool
-// (left allocated: its threads' state went with them) and makes its own.
+// (left allocated: its threads' state went with them) and makes its own. A call
+// that loaded the pointer before the fork holds or waits for the pool's use_,
+// which the prepare handler takes too, so fork() waits for that call.
 void lock_pool_for_fork() {
   pool_mutex.lock();
-  if (pool != nullptr) pool->lock_for_fork();
+  if (WorkerPool* const current = pool.load(std::memory_order_relaxed)) current->lock_for_fork();
 }
 void unlock_pool_in_parent() {
-  if (pool != nullptr) pool->unlock_after_fork();
+  if (WorkerPool* const current = pool.load(std::memory_order_relaxed)) {
+    current->unlock_after_fork();
+  }
   pool_mutex.unlock();
 }
 void drop_pool_in_child() {
-  pool = nullptr;
+  pool.store(nullptr, std::memory_order_relaxed);
   pool_mutex.unlock();
 }
 
-WorkerPool& the_pool() {
+WorkerPool& make_pool() {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  // Once per process image: a forked child inherits the handlers (and this flag).
   static const bool fork_handlers_installed =
       pthread_atfork(lock_pool_for_fork, unlock_pool_in_parent, drop_pool_in_child) == 0;
   (void)fork_handlers_installed;
-  std::lock_guard<std::mutex> lock(pool_mutex);
-  if (pool == nullptr) pool = new WorkerPool(cpu_threads() - 1);
-  return *pool;
+  WorkerPool* current = pool.load(std::memory_order_relaxed);
+  if (current == nullptr) {
+    current = new WorkerPool(cpu_threads() - 1);
+    pool.store(current, std::memory_order_release);
+  }
+  return *current;
+}
+
+WorkerPool& the_pool() {
+  WorkerPool* const current = pool.load(std::memory_order_acquire);
+  return current != nullptr ? *current : make_pool();
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <memory>
 #include <new>
-#include <type_traits>
 
 #include "runtime/core/convert_cpu.h"
 #include "runtime/core/parallel.h"
@@ -44,6 +43,29 @@ inline float exp_nonpositive(float x) {
   return x == x ? result : x;  // NaN stays NaN
 }
 
+// The three passes over one row: its maximum, the sum of its exponentials, each
+// exponential over the sum. x(i) reads element i as a float, store(i, value)
+// writes result i; kept, when not null, holds the row's exponentials between the
+// second pass and the third (recomputing them there doubled the time, and keeping
+// them in a half-precision output would round them twice). store(j, ...) comes
+// after the last read of x(j), so the results may overwrite the input or kept.
+template <class X, class Store>
+inline void softmax_row(int64_t length, X x, float* kept, Store store) {
+  // A NaN is skipped by the maximum and spreads through the sum.
+  const float max = max_in_lanes(length, x);
+  auto exponential = [&](int64_t i) { return exp_nonpositive(x(i) - max); };
+  const auto normalize = [&](double sum, auto exponential_at) {
+    const float scale = static_cast<float>(1.0 / sum);
+    for (int64_t j = 0; j < length; ++j) store(j, exponential_at(j) * scale);
+  };
+  if (kept != nullptr) {
+    normalize(sum_in_lanes(length, [&](int64_t i) { return kept[i] = exponential(i); }),
+              [&](int64_t j) { return kept[j]; });
+  } else {
+    normalize(sum_in_lanes(length, exponential), exponential);
+  }
+}
+
 // kContiguous: the rows have stride 1 in in and out, known to the compiler, which
 // vectorises the lanes only then.
 template <class T, bool kContiguous>
@@ -52,48 +74,27 @@ OPRT_CPU_CLONES void softmax_rows(const ReductionPlan& plan, int64_t row_begin,
   const int64_t length = plan.row_length;
   const int64_t in_stride = kContiguous ? 1 : plan.in_axis_stride;
   const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
-  // A row's exponentials, computed once: recomputing them in the last pass doubled
-  // the time, and keeping them in a half-precision output would round them twice.
-  // Where the buffer cannot be had, the last pass computes them again (an exception
-  // must not leave a cpu thread).
+  // Where the buffer cannot be had, the third pass computes the exponentials
+  // again (an exception must not leave a cpu thread).
   const std::unique_ptr<float[]> exponentials(new (std::nothrow) float[length]);
+  float* const kept = exponentials.get();
   for (int64_t row = row_begin; row < row_end; ++row) {
     const RowStart start = row_start(plan.row_offsets, row);
     const T* const source = in + start.in;
     T* const target = out + start.out;
-    if constexpr (kContiguous && !std::is_same_v<T, float>) {
-      // 16-bit rows: converted to floats a row at a time and back (convert_cpu.h),
-      // so every pass runs on floats; the results round once, as below.
-      if (exponentials != nullptr) {
-        float* const kept = exponentials.get();
+    if constexpr (kContiguous && kConvertsInBlocks<T>) {
+      // The row converted to floats into kept and back (convert_cpu.h): every pass
+      // runs on floats and the results round once.
+      if (kept != nullptr) {
         to_floats(source, kept, length);
-        const float row_max = max_in_lanes(length, [&](int64_t i) { return kept[i]; });
-        const double sum = sum_in_lanes(
-            length, [&](int64_t i) { return kept[i] = exp_nonpositive(kept[i] - row_max); });
-        const float scale = static_cast<float>(1.0 / sum);
-        for (int64_t j = 0; j < length; ++j) kept[j] *= scale;
+        softmax_row(length, [&](int64_t i) { return kept[i]; }, kept,
+                    [&](int64_t j, float value) { kept[j] = value; });
         from_floats(kept, target, length);
         continue;
       }
     }
-    auto x = [&](int64_t i) -> float { return to_float(source[i * in_stride]); };
-    // A NaN is skipped by the maximum and spreads through the sum.
-    const float max = max_in_lanes(length, x);
-    auto exponential = [&](int64_t i) { return exp_nonpositive(x(i) - max); };
-    // In-place is safe: the last pass reads each element of in before writing it.
-    const auto normalize = [&](double sum, auto exponential_at) {
-      const float scale = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < length; ++j) {
-        target[j * out_stride] = from_float<T>(exponential_at(j) * scale);
-      }
-    };
-    if (exponentials != nullptr) {
-      float* const kept = exponentials.get();
-      normalize(sum_in_lanes(length, [&](int64_t i) { return kept[i] = exponential(i); }),
-                [&](int64_t j) { return kept[j]; });
-    } else {
-      normalize(sum_in_lanes(length, exponential), exponential);
-    }
+    softmax_row(length, [&](int64_t i) -> float { return to_float(source[i * in_stride]); }, kept,
+                [&](int64_t j, float value) { target[j * out_stride] = from_float<T>(value); });
   }
 }
 

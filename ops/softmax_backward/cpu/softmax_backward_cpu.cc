@@ -3,7 +3,6 @@
 // reduction_cpu.h), then y * (dy - sum) for each element. Rows are split across
 // the cores (parallel_for) when there are enough of them.
 #include <algorithm>
-#include <type_traits>
 
 #include "runtime/core/convert_cpu.h"
 #include "runtime/core/parallel.h"
@@ -28,10 +27,9 @@ OPRT_CPU_CLONES void softmax_backward_rows(const ReductionPlan& plan, int64_t ro
     const T* const dy_row = dy + start.in;
     const T* const y_row = y + start.second_in;
     T* const target = out + start.out;
-    if constexpr (kContiguous && std::is_same_v<T, f16>) {
-      // f16 rows go a block at a time through float buffers (convert_cpu.h, F16C):
-      // converted element by element, these loops stayed scalar (4096x128 ran at
-      // 0.03x torch); bf16 converts by a shift inside the loops below.
+    if constexpr (kContiguous && kConvertsInBlocks<T>) {
+      // A block at a time through float buffers (convert_cpu.h): f16 converted
+      // element by element left these loops scalar (4096x128 ran at 0.03x torch).
       float dy_block[kConvertBlock];
       float y_block[kConvertBlock];
       const auto load = [&](int64_t first, int64_t count) {
