@@ -38,7 +38,7 @@ class OperatorRuntimeError(Exception):
 
 
 class InvalidArgumentError(OperatorRuntimeError, ValueError):
-    """A shape, stride, axis, device, backend name or pointer was not acceptable."""
+    """A shape, stride, dim, device, backend name or pointer was not acceptable."""
 
     default_status = Status.INVALID_ARG
 
