@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -554,6 +555,22 @@ inline oprt_status_t prepare_split_rows(const char* op, size_t partial_bytes, Ro
                          ? static_cast<size_t>(plan->rows * plan->row_splits) * partial_bytes
                          : 0;
   return OPRT_SUCCESS;
+}
+
+// The body of a family operator's ReductionKernels::execute on the GPU: the
+// plan's dtype is dispatched here, once for the family, and launch(workspace,
+// out, in, stream) gets typed pointers: the workspace as Workspace*, out as T*,
+// in as an array of the plan's inputs as const T*.
+template <class Workspace, class Launch>
+oprt_status_t launch_typed(const ReductionPlan& plan, void* workspace, void* out,
+                           const void* const* inputs, void* stream, Launch&& launch) {
+  return dispatch_dtype(plan.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::array<const T*, kMaxReductionInputs> in{};
+    for (int32_t i = 0; i < plan.num_inputs; ++i) in[i] = static_cast<const T*>(inputs[i]);
+    return launch(static_cast<Workspace*>(workspace), static_cast<T*>(out), in,
+                  static_cast<cudaStream_t>(stream));
+  });
 }
 
 }  // namespace gpu

@@ -740,11 +740,10 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,
                       const void* const* inputs, void* stream) {
-  return dispatch_dtype(plan.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return launch<T>(plan, static_cast<MaxSum*>(workspace), static_cast<T*>(out),
-                     static_cast<const T*>(inputs[0]), static_cast<cudaStream_t>(stream));
-  });
+  return launch_typed<MaxSum>(plan, workspace, out, inputs, stream,
+                              [&](MaxSum* partials, auto* typed_out, auto in, cudaStream_t s) {
+                                return launch(plan, partials, typed_out, in[0], s);
+                              });
 }
 
 const ReductionKernels kSoftmaxGpu = {&prepare, &execute};

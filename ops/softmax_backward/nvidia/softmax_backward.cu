@@ -355,12 +355,10 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,
                       const void* const* inputs, void* stream) {
-  return dispatch_dtype(plan.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    return launch<T>(plan, static_cast<float*>(workspace), static_cast<T*>(out),
-                     static_cast<const T*>(inputs[0]), static_cast<const T*>(inputs[1]),
-                     static_cast<cudaStream_t>(stream));
-  });
+  return launch_typed<float>(plan, workspace, out, inputs, stream,
+                             [&](float* partials, auto* typed_out, auto in, cudaStream_t s) {
+                               return launch(plan, partials, typed_out, in[0], in[1], s);
+                             });
 }
 
 const ReductionKernels kSoftmaxBackwardGpu = {&prepare, &execute};
