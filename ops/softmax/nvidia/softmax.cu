@@ -27,6 +27,7 @@
 #include <cuda_runtime.h>
 
 #include "runtime/reduction/cluster_cuda.cuh"
+#include "runtime/reduction/packed_rows_cuda.cuh"
 #include "runtime/reduction/reduction_cuda.cuh"
 
 namespace oprt {
@@ -224,79 +225,28 @@ __global__ void __launch_bounds__(kShortRowBlockThreads,
   }
 }
 
-// Rows with partial vectors (odd lengths, or starts off a vector boundary)
-// packed back to back in in and out, up to kMaxPackedRowBytes a row: a block
-// stages a span of whole rows through shared memory, so global memory moves in
-// aligned 16-byte vectors whatever the rows' length (only the span's first and
-// last vector go element by element); teams of kLanes lanes then normalise the
-// rows, each lane reading its elements of a row from the tile into registers
-// once and writing them back, and the block stores the span. Register walks of
-// such rows load each partial vector element by element, which at lengths like
-// 33 or 257 is most of them. Longer f32 rows run as fast in register walks
-// (measured on the H200: 777 and 1023 at 95 % of copy either way).
-constexpr int kPackedBlockThreads = 256;
-constexpr int kPackedTileBytes = 32768;
+// Rows with partial vectors packed back to back in in and out, up to
+// kMaxPackedRowBytes a row (runtime/reduction/packed_rows_cuda.cuh): after a
+// block stages a span, teams of kLanes lanes normalise its rows, each lane
+// reading its elements of a row from the tile into registers once and writing
+// them back, and the block stores the span. Longer f32 rows run as fast in
+// register walks (measured on the H200: 777 and 1023 at 95 % of copy either way).
 constexpr int kPackedBlocksPerSm = 6;
 constexpr int64_t kMaxPackedRowBytes = 2048;
-
-// Vectors one thread moves between global and shared memory per span, and how
-// many of them it has in flight at once (more spilled).
-constexpr int kPackedVectorsPerThread = kPackedTileBytes / kVectorBytes / kPackedBlockThreads;
-constexpr int kPackedVectorsInFlight = 4;
-
-// Copies `count` elements from `from` to `to` (one of them the tile, whose
-// element `lead + i` is the span's element i): full vectors in one access each,
-// kPackedVectorsInFlight loads issued before their stores; the partial first
-// and last vector element by element.
-template <int kVec, class T>
-__device__ inline void copy_span(T* to, const T* from, int64_t count, int lead, bool to_tile) {
-  using Word = typename AccessWord<sizeof(T) * kVec>::type;
-  // Both sides as seen from the span's aligned base: global is aligned there,
-  // and the tile's element lead + i is span element i.
-  T* to_base = to_tile ? to : to - lead;
-  const T* from_base = to_tile ? from - lead : from;
-  const int end = static_cast<int>(lead + count);
-#pragma unroll
-  for (int batch = 0; batch < kPackedVectorsPerThread; batch += kPackedVectorsInFlight) {
-    Word words[kPackedVectorsInFlight];
-#pragma unroll
-    for (int u = 0; u < kPackedVectorsInFlight; ++u) {
-      const int p = ((batch + u) * kPackedBlockThreads + static_cast<int>(threadIdx.x)) * kVec;
-      if (p >= lead && p + kVec <= end) words[u] = *reinterpret_cast<const Word*>(from_base + p);
-    }
-#pragma unroll
-    for (int u = 0; u < kPackedVectorsInFlight; ++u) {
-      const int p = ((batch + u) * kPackedBlockThreads + static_cast<int>(threadIdx.x)) * kVec;
-      if (p >= lead && p + kVec <= end) {
-        if (to_tile) {
-          *reinterpret_cast<Word*>(to_base + p) = words[u];
-        } else {
-          store_word(reinterpret_cast<Word*>(to_base + p), words[u]);
-        }
-      } else if (p < end) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          if (p + k >= lead && p + k < end) to_base[p + k] = from_base[p + k];
-        }
-      }
-    }
-  }
-}
 
 // kPerLane: a row's elements each lane holds in registers (the row is read
 // from the tile once); more of them need more registers, so fewer blocks.
 template <class T, int kVec, int kLanes, int kPerLane>
 __global__ void __launch_bounds__(kPackedBlockThreads, kPerLane > 8 ? 4 : kPackedBlocksPerSm)
-    softmax_packed_rows(int64_t rows, int length, int rows_per_span, int64_t spans, T* out,
-                        const T* in) {
+    softmax_packed_rows(PackedSpans spans, T* out, const T* in) {
   constexpr int kTeams = kPackedBlockThreads / kLanes;
   __shared__ alignas(kVectorBytes) T tile[kPackedTileBytes / sizeof(T)];
   const int member = static_cast<int>(threadIdx.x) % kLanes;
   const int slot = static_cast<int>(threadIdx.x) / kLanes;
-  for (int64_t span = blockIdx.x; span < spans; span += gridDim.x) {
-    const int64_t first_row = span * rows_per_span;
-    const int span_rows = static_cast<int>(min(int64_t{rows_per_span}, rows - first_row));
-    const int64_t start = first_row * length;
+  const int length = spans.length;
+  for (int64_t span = blockIdx.x; span < spans.count; span += gridDim.x) {
+    const int span_rows = spans.rows_in(span);
+    const int64_t start = spans.first_row(span) * length;
     const int64_t count = int64_t{span_rows} * length;
     const int lead = vector_lead<kVec>(in + start);
     copy_span<kVec>(tile, in + start, count, lead, true);
@@ -540,10 +490,9 @@ oprt_status_t launch_short_rows(const ReductionPlan& plan, int64_t vectors, T* o
 // at one lead, as vectors need).
 template <class T, bool kWholeVectors>
 bool rows_are_packed(const ReductionPlan& plan) {
-  const RowOffsets& offsets = plan.row_offsets;
   return !kWholeVectors && plan.row_length * int64_t{sizeof(T)} <= kMaxPackedRowBytes &&
-         (offsets.ndim == 0 || (offsets.ndim == 1 && offsets.in_strides[0] == plan.row_length &&
-                                offsets.out_strides[0] == plan.row_length));
+         input_rows_are_packed(plan) &&
+         (plan.row_offsets.ndim == 0 || plan.row_offsets.out_strides[0] == plan.row_length);
 }
 
 // Lanes per row: about 8 elements a lane, at most a warp; rows over 256
@@ -552,16 +501,11 @@ bool rows_are_packed(const ReductionPlan& plan) {
 template <class T, int kVec>
 oprt_status_t launch_packed_rows(const ReductionPlan& plan, T* out, const T* in,
                                  cudaStream_t stream) {
-  constexpr int64_t kTileElements = kPackedTileBytes / sizeof(T);
-  // The span plus its lead, rounded up to whole vectors, fits in the tile.
-  const int rows_per_span = static_cast<int>(
-      std::min<int64_t>((kTileElements - 2 * kVec) / plan.row_length, plan.rows));
-  const int64_t spans = ceil_div(plan.rows, rows_per_span);
-  const int length = static_cast<int>(plan.row_length);
+  const PackedSpans spans = packed_spans<T, kVec>(plan);
+  const int length = spans.length;
   auto launch = [&](auto lanes, auto per_lane) {
     softmax_packed_rows<T, kVec, decltype(lanes)::value, decltype(per_lane)::value>
-        <<<row_grid(spans, 1), kPackedBlockThreads, 0, stream>>>(plan.rows, length, rows_per_span,
-                                                                 spans, out, in);
+        <<<row_grid(spans.count, 1), kPackedBlockThreads, 0, stream>>>(spans, out, in);
     return OPRT_SUCCESS;
   };
   using Warp = std::integral_constant<int, kWarpSize>;
