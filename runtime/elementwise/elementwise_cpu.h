@@ -25,13 +25,14 @@ T evaluate_at(const Functor& functor, const T* const* in, const int64_t* offsets
   return evaluate<T>(functor, in[I][offsets[I]]...);
 }
 
-// Elements [begin, end) of contiguous operands. 16-bit types go a block at a
-// time (convert_cpu.h): the inputs to floats, the functor over floats, the
-// results back, so each loop vectorises (in place too: a block is read before
-// it is written).
+// Elements [begin, end) of contiguous operands, compiled per vector width
+// (OPRT_CPU_CLONES_AVX512). 16-bit types go a block at a time (convert_cpu.h): the
+// inputs to floats, the functor over floats, the results back, so each loop
+// vectorises (in place too: a block is read before it is written).
 template <class T, class Functor, size_t... I>
-void run_contiguous(const Functor& functor, int64_t begin, int64_t end, T* out,
-                    const T* const* in, std::index_sequence<I...>) {
+OPRT_CPU_CLONES_AVX512 void run_contiguous(const Functor& functor, int64_t begin, int64_t end,
+                                           T* out, const T* const* in,
+                                           std::index_sequence<I...>) {
   if constexpr (moves_storage<Functor>::value) {
     if (out != in[0]) {
       std::memcpy(out + begin, in[0] + begin, static_cast<size_t>(end - begin) * sizeof(T));

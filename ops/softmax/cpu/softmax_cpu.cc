@@ -69,8 +69,8 @@ inline void softmax_row(int64_t length, X x, float* kept, Store store) {
 // kContiguous: the rows have stride 1 in in and out, known to the compiler, which
 // vectorises the lanes only then.
 template <class T, bool kContiguous>
-OPRT_CPU_CLONES void softmax_rows(const ReductionPlan& plan, int64_t row_begin,
-                                  int64_t row_end, T* out, const T* in) {
+OPRT_CPU_CLONES_AVX512 void softmax_rows(const ReductionPlan& plan, int64_t row_begin,
+                                         int64_t row_end, T* out, const T* in) {
   const int64_t length = plan.row_length;
   const int64_t in_stride = kContiguous ? 1 : plan.in_axis_stride;
   const int64_t out_stride = kContiguous ? 1 : plan.out_axis_stride;
