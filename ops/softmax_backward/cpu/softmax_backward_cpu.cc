@@ -42,9 +42,11 @@ OPRT_CPU_CLONES void softmax_backward_rows(const ReductionPlan& plan, int64_t ro
         load(first, count);
         dot += sum_in_lanes(count, [&](int64_t i) { return dy_block[i] * y_block[i]; });
       }
+      // A row of one block is still in the buffers: it is converted once.
+      const bool row_in_one_block = length <= kConvertBlock;
       for (int64_t first = 0; first < length; first += kConvertBlock) {
         const int64_t count = std::min(kConvertBlock, length - first);
-        load(first, count);
+        if (!row_in_one_block) load(first, count);
         for (int64_t i = 0; i < count; ++i) {
           dy_block[i] = y_block[i] * (dy_block[i] - static_cast<float>(dot));
         }
