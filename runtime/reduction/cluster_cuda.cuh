@@ -97,17 +97,22 @@ struct ClusterLaunch {
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
 };
 
-// Lets kernels use all the shared memory a block may opt into, beyond the
-// `static_bytes` they declare, and clusters of 16; returns the dynamic shared
-// memory a block may then have.
+// Lets kernels use all the shared memory a block may opt into, beyond the most
+// any of them declares statically, and clusters of 16; returns the dynamic
+// shared memory each block may then have.
 template <class... Kernels>
-oprt_status_t allow_large_clusters(const char* op, size_t static_bytes, size_t* dynamic_limit,
-                                   Kernels... kernels) {
+oprt_status_t allow_large_clusters(const char* op, size_t* dynamic_limit, Kernels... kernels) {
   int shared_optin = 0;
   OPRT_RETURN_IF_ERROR(
       device_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(op, &shared_optin));
-  const int dynamic = shared_optin - static_cast<int>(static_bytes);
   cudaError_t error = cudaSuccess;
+  size_t static_bytes = 0;
+  for (const auto kernel : {kernels...}) {
+    cudaFuncAttributes attributes{};
+    if (error == cudaSuccess) error = cudaFuncGetAttributes(&attributes, kernel);
+    static_bytes = std::max(static_bytes, attributes.sharedSizeBytes);
+  }
+  const int dynamic = shared_optin - static_cast<int>(static_bytes);
   for (const auto kernel : {kernels...}) {
     if (error == cudaSuccess) {
       error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic);
@@ -124,17 +129,25 @@ oprt_status_t allow_large_clusters(const char* op, size_t static_bytes, size_t* 
   return OPRT_SUCCESS;
 }
 
+// Walk positions each block of a cluster of `blocks` holds: enough for a row
+// at any lead, so the plan made at create time holds every launch's rows.
+template <class T>
+int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
+  return chunk_length(plan.row_length + kWide<T> - 1, blocks);
+}
+
 // Sets plan->row_splits to the blocks of the cluster that holds each row, and
 // plan->splits_share_cluster, when a cluster of at most kMaxClusterBlocks blocks
-// can: chunk_of(blocks) is the walk positions each block then holds, fits(chunk)
-// whether a block holds that many, launch_of(plan, chunk) the ClusterLaunch. The
+// can: each block then holds cluster_chunk positions, fits(chunk) says whether
+// a block holds that many, launch_of(plan, chunk) is the ClusterLaunch. The
 // fewest blocks whose chunks fit (a block per SM streams best, measured on the
 // H200 for softmax), doubled while the rows' clusters still fit in one wave.
 // Not every cluster shape can be scheduled (a cluster's blocks share one GPC):
 // it falls back to fewer, larger blocks while they still hold the row.
-template <class Kernel, class ChunkOf, class Fits, class LaunchOf>
-oprt_status_t choose_cluster(const char* op, Kernel kernel, ChunkOf chunk_of, Fits fits,
-                             LaunchOf launch_of, ReductionPlan* plan) {
+template <class T, class Kernel, class Fits, class LaunchOf>
+oprt_status_t choose_cluster(const char* op, Kernel kernel, Fits fits, LaunchOf launch_of,
+                             ReductionPlan* plan) {
+  const auto chunk_of = [&](int64_t blocks) { return cluster_chunk<T>(*plan, blocks); };
   int widest = 1;
   while (widest <= kMaxClusterBlocks && !fits(chunk_of(widest))) widest *= 2;
   int multiprocessors = 0;

@@ -73,6 +73,17 @@ struct PackedSpans {
   __device__ int rows_in(int64_t span) const {
     return static_cast<int>(min(int64_t{rows_per_span}, rows - first_row(span)));
   }
+
+  // Copies span `span` of packed rows `in` to tile (copy_span: the tile's
+  // element lead + i is the span's element i) and returns the lead; the block
+  // synchronises before reading the tile.
+  template <int kVec, class T>
+  __device__ int stage(T* tile, const T* in, int64_t span) const {
+    const T* const first = in + first_row(span) * length;
+    const int lead = vector_lead<kVec>(first);
+    copy_span<kVec>(tile, first, int64_t{rows_in(span)} * length, lead, true);
+    return lead;
+  }
 };
 
 // Whether the rows of in are packed: one row, or rows at a stride of their length.

@@ -168,9 +168,7 @@ __global__ void __launch_bounds__(kPackedBlockThreads)
   for (int64_t span = blockIdx.x; span < spans.count; span += gridDim.x) {
     const int span_rows = spans.rows_in(span);
     const int64_t first_row = spans.first_row(span);
-    const int64_t start = first_row * length;
-    const int lead = vector_lead<kVec>(in + start);
-    copy_span<kVec>(tile, in + start, int64_t{span_rows} * length, lead, true);
+    const int lead = spans.stage<kVec>(tile, in, span);
     __syncthreads();
     // Every team takes the same number of turns, so the butterflies' shuffles
     // see whole warps; a team past the span's last row sums an empty row.

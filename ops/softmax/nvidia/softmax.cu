@@ -246,10 +246,7 @@ __global__ void __launch_bounds__(kPackedBlockThreads, kPerLane > 8 ? 4 : kPacke
   const int length = spans.length;
   for (int64_t span = blockIdx.x; span < spans.count; span += gridDim.x) {
     const int span_rows = spans.rows_in(span);
-    const int64_t start = spans.first_row(span) * length;
-    const int64_t count = int64_t{span_rows} * length;
-    const int lead = vector_lead<kVec>(in + start);
-    copy_span<kVec>(tile, in + start, count, lead, true);
+    const int lead = spans.stage<kVec>(tile, in, span);
     __syncthreads();
     // Every team takes the same number of turns, so the butterflies' shuffles
     // see whole warps; a team past the span's last row walks an empty row.
@@ -281,7 +278,8 @@ __global__ void __launch_bounds__(kPackedBlockThreads, kPerLane > 8 ? 4 : kPacke
       }
     }
     __syncthreads();
-    copy_span<kVec>(out + start, tile, count, lead, false);
+    copy_span<kVec>(out + spans.first_row(span) * length, tile, int64_t{span_rows} * length, lead,
+                    false);
     __syncthreads();  // the next span may overwrite the tile only once it is stored
   }
 }
@@ -582,13 +580,6 @@ void launch_online(const ReductionPlan& plan, int64_t walk, Team team, dim3 bloc
 }
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-// Walk positions each block of a cluster of `blocks` holds: enough for a row
-// at any lead, so the plan made at create time holds every launch's rows.
-template <class T>
-int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
-  return chunk_length(plan.row_length + kWide<T> - 1, blocks);
-}
-
 template <class T>
 ClusterLaunch cluster_launch(const ReductionPlan& plan, int64_t chunk, bool whole_vectors,
                              cudaStream_t stream) {
@@ -603,21 +594,15 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   bool has_clusters = false;
   OPRT_RETURN_IF_ERROR(device_has_clusters("softmax", &has_clusters));
   if (!has_clusters) return OPRT_SUCCESS;
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, softmax_rows_in_cluster<T, kWide<T>, false>) !=
-      cudaSuccess) {
-    return fail(OPRT_ERR_RUNTIME, "softmax: cannot read the cluster kernel's attributes");
-  }
   size_t dynamic_limit = 0;
   OPRT_RETURN_IF_ERROR(allow_large_clusters(
-      "softmax", attributes.sharedSizeBytes, &dynamic_limit, softmax_rows_in_cluster<T, 1, true>,
+      "softmax", &dynamic_limit, softmax_rows_in_cluster<T, 1, true>,
       softmax_rows_in_cluster<T, kWide<T>, true>, softmax_rows_in_cluster<T, kWide<T>, false>));
   // What the kernel for rows with partial vectors holds, the lesser of the two.
   const int64_t capacity =
       cluster_register_elements(false) + static_cast<int64_t>(dynamic_limit / sizeof(T));
-  return choose_cluster(
+  return choose_cluster<T>(
       "softmax", softmax_rows_in_cluster<T, kWide<T>, false>,
-      [&](int64_t blocks) { return cluster_chunk<T>(*plan, blocks); },
       [&](int64_t chunk) { return chunk <= capacity; },
       [&](const ReductionPlan& candidate, int64_t chunk) {
         return cluster_launch<T>(candidate, chunk, false, nullptr);

@@ -221,13 +221,6 @@ void launch_rows(const ReductionPlan& plan, int64_t walk, Team team, dim3 block,
 }
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-// Walk positions each block of a cluster of `blocks` holds: enough for a row
-// at any lead, so the plan made at create time holds every launch's rows.
-template <class T>
-int64_t cluster_chunk(const ReductionPlan& plan, int64_t blocks) {
-  return chunk_length(plan.row_length + kWide<T> - 1, blocks);
-}
-
 template <class T>
 size_t staged_bytes(int64_t chunk) {
   return 2 * static_cast<size_t>(chunk) * sizeof(T);
@@ -254,19 +247,14 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   OPRT_RETURN_IF_ERROR(device_has_clusters("softmax_backward", &has_clusters));
   if (!has_clusters) return OPRT_SUCCESS;
   const auto kernel = softmax_backward_rows_in_cluster<T, kWide<T>, false>;
-  cudaFuncAttributes attributes{};
-  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
-    return fail(OPRT_ERR_RUNTIME, "softmax_backward: cannot read the cluster kernel's attributes");
-  }
   size_t dynamic_limit = 0;
-  OPRT_RETURN_IF_ERROR(allow_large_clusters("softmax_backward", attributes.sharedSizeBytes,
-                                            &dynamic_limit,
+  OPRT_RETURN_IF_ERROR(allow_large_clusters("softmax_backward", &dynamic_limit,
                                             softmax_backward_rows_in_cluster<T, 1, true>,
                                             softmax_backward_rows_in_cluster<T, kWide<T>, true>,
                                             kernel));
   const size_t block_bytes = std::min(kStagedChunkBytes, dynamic_limit);
-  return choose_cluster(
-      "softmax_backward", kernel, [&](int64_t blocks) { return cluster_chunk<T>(*plan, blocks); },
+  return choose_cluster<T>(
+      "softmax_backward", kernel,
       [&](int64_t chunk) { return staged_bytes<T>(chunk) <= block_bytes; },
       [&](const ReductionPlan& candidate, int64_t chunk) {
         return ClusterLaunch(candidate, kStagedBlockThreads, staged_bytes<T>(chunk), nullptr);
