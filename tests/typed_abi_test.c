@@ -1,7 +1,8 @@
 /* The typed C functions oprt_operator generates (ops/c_abi.bzl), compiled as C and run on
  * the cpu backend: one operator of each shape (no parameter, a float parameter, two
- * inputs, a reduction's dim, a normalization of two inputs) gives the right values, and
- * create reports a bad call with a status and a message naming the op table's operand. */
+ * inputs, a reduction's dim, a normalization of two inputs) gives the right values,
+ * create reports a bad call with a status and a message naming the op table's operand,
+ * and oprt_descriptor_plan reads a typed descriptor's plan and refuses bad calls. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -95,6 +96,38 @@ int main(void) {
     EXPECT(strcmp(oprt_last_error_message(), "relu_backward: dy view is null") == 0);
     EXPECT(oprt_create_softmax_descriptor(NULL, &out_view, &x_view, 0) == OPRT_ERR_INVALID_ARG);
     EXPECT(strcmp(oprt_last_error_message(), "softmax: desc is null") == 0);
+  }
+
+  {
+    /* oprt_descriptor_plan of a typed descriptor, and its refusals. */
+    oprt_reduce_sum_descriptor_t desc = NULL;
+    oprt_plan_t plan;
+    EXPECT(oprt_create_reduce_sum_descriptor(&desc, &sums_view, &x_view, -1) == OPRT_SUCCESS);
+    memset(&plan, 0xff, sizeof plan);
+    EXPECT(oprt_descriptor_plan("reduce_sum", desc, &plan) == OPRT_SUCCESS);
+    EXPECT(plan.kind == OPRT_KIND_REDUCTION && plan.dtype == OPRT_DTYPE_F32);
+    EXPECT(plan.num_inputs == 1 && plan.rows == 2 && plan.row_length == 3);
+    EXPECT(plan.ndim == 1 && plan.shape[0] == 2 && plan.in_strides[0][0] == 3);
+    EXPECT(plan.out_strides[0] == 1 && plan.in_axis_strides[0] == 1);
+    EXPECT(plan.out_axis_stride == 0 && plan.row_splits == 1 && plan.splits_share_cluster == 0);
+    /* What does not apply is zero: the second input, the elementwise fields. */
+    EXPECT(plan.in_strides[1][0] == 0 && plan.in_axis_strides[1] == 0);
+    EXPECT(plan.shape[1] == 0 && plan.contiguous == 0 && plan.numel == 0);
+
+    EXPECT(oprt_descriptor_plan(NULL, desc, &plan) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(), "descriptor_plan: op is null") == 0);
+    EXPECT(oprt_descriptor_plan("no_such_op", desc, &plan) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(),
+                  "descriptor_plan: operator 'no_such_op' is not built into this library") == 0);
+    EXPECT(oprt_descriptor_plan("softmax", desc, &plan) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(),
+                  "softmax: descriptor is null, destroyed or not a softmax descriptor") == 0);
+    EXPECT(oprt_descriptor_plan("reduce_sum", desc, NULL) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(), "reduce_sum: plan is null") == 0);
+    EXPECT(oprt_destroy_reduce_sum_descriptor(desc) == OPRT_SUCCESS);
+    EXPECT(oprt_descriptor_plan("reduce_sum", desc, &plan) == OPRT_ERR_INVALID_ARG);
+    EXPECT(strcmp(oprt_last_error_message(),
+                  "reduce_sum: descriptor is null, destroyed or not a reduce_sum descriptor") == 0);
   }
 
   if (failures == 0) printf("typed_abi_test: every typed function ran\n");

@@ -402,6 +402,22 @@ const oprt_operator_t* oprt_find_operator(const char* name) {
   return nullptr;
 }
 
+oprt_status_t oprt_descriptor_plan(const char* op, const void* desc, oprt_plan_t* plan) {
+  if (op == nullptr) return fail(OPRT_ERR_INVALID_ARG, "descriptor_plan: op is null");
+  const oprt_operator_t* entry = oprt_find_operator(op);
+  if (entry == nullptr) {
+    return fail(OPRT_ERR_INVALID_ARG,
+                "descriptor_plan: operator '%s' is not built into this library", op);
+  }
+  const oprt::LiveDescriptor<oprt::Descriptor> live(desc, entry->name);
+  if (live.get() == nullptr) return oprt::fail_not_live(entry->name);
+  if (plan == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: plan is null", entry->name);
+  *plan = oprt_plan_t{};
+  plan->kind = entry->kind;
+  live->describe(plan);
+  return succeed();
+}
+
 int32_t oprt_operator_count(void) {
   oprt::OperatorTable& table = oprt::operator_table();
   std::lock_guard<std::mutex> lock(table.mutex);

@@ -61,6 +61,9 @@ void register_operator(const oprt_operator_t* op);
 struct Descriptor {
   explicit Descriptor(const char* op_name, oprt_backend_t backend_kind);
   virtual ~Descriptor();
+  // Fills the family's fields of plan (oprt_descriptor_plan), which arrives zeroed with
+  // its kind set; called on a live descriptor, whose plan create fixed.
+  virtual void describe(oprt_plan_t* plan) const = 0;
   const char* op;
   oprt_backend_t backend;
   // What execute needs of workspace, fixed at create.

@@ -230,4 +230,19 @@ oprt_status_t execute_elementwise(const ElementwiseOp& op, void* desc, void* /*w
   return succeed();
 }
 
+// The plan's dims are already outermost first (ordered by out's strides, innermost last).
+void ElementwiseDescriptor::describe(oprt_plan_t* out) const {
+  static_assert(kMaxElementwiseInputs <= 2, "oprt_plan_t holds two inputs' strides");
+  out->dtype = plan.dtype;
+  out->num_inputs = plan.num_inputs;
+  out->ndim = plan.ndim;
+  for (int d = 0; d < plan.ndim; ++d) {
+    out->shape[d] = plan.shape[d];
+    out->out_strides[d] = plan.out_strides[d];
+    for (int i = 0; i < plan.num_inputs; ++i) out->in_strides[i][d] = plan.in_strides[i][d];
+  }
+  out->contiguous = plan.contiguous ? 1 : 0;
+  out->numel = plan.numel;
+}
+
 }  // namespace oprt

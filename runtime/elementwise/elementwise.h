@@ -66,6 +66,7 @@ constexpr size_t kMaxElementwiseParamBytes = 32;
 struct ElementwiseDescriptor : Descriptor {
   ElementwiseDescriptor(const char* op_name, oprt_backend_t backend_kind)
       : Descriptor(op_name, backend_kind) {}
+  void describe(oprt_plan_t* out) const override;
   ElementwisePlan plan{};
   ElementwiseKernel kernel = nullptr;
   alignas(8) unsigned char params[kMaxElementwiseParamBytes] = {};

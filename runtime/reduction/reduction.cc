@@ -16,6 +16,7 @@ constexpr size_t kWorkspaceAlignment = 16;
 struct ReductionDescriptor final : Descriptor {
   ReductionDescriptor(const char* op_name, oprt_backend_t backend_kind)
       : Descriptor(op_name, backend_kind) {}
+  void describe(oprt_plan_t* out) const override;
   const ReductionKernels* kernels = nullptr;
   ReductionPlan plan{};
   // The layouts create checked, so execute can check the pointers it gets
@@ -259,6 +260,31 @@ bool columns_are_vector_aligned(const ReductionPlan& plan, const void* in, size_
     if (offsets.in_strides[d] % vector_elements != 0) return false;
   }
   return true;
+}
+
+// RowOffsets lists the row dims innermost first; oprt_plan_t outermost first. A
+// one-input plan's second-input strides repeat the first's and are left 0 here.
+void ReductionDescriptor::describe(oprt_plan_t* out) const {
+  static_assert(kMaxReductionInputs <= 2, "oprt_plan_t holds two inputs' strides");
+  const RowOffsets& offsets = plan.row_offsets;
+  const bool second = plan.num_inputs > 1;
+  out->dtype = plan.dtype;
+  out->num_inputs = plan.num_inputs;
+  out->ndim = offsets.ndim;
+  for (int32_t d = 0; d < offsets.ndim; ++d) {
+    const int32_t inner_first = offsets.ndim - 1 - d;
+    out->shape[d] = offsets.sizes[inner_first];
+    out->out_strides[d] = offsets.out_strides[inner_first];
+    out->in_strides[0][d] = offsets.in_strides[inner_first];
+    if (second) out->in_strides[1][d] = offsets.second_in_strides[inner_first];
+  }
+  out->rows = plan.rows;
+  out->row_length = plan.row_length;
+  out->in_axis_strides[0] = plan.in_axis_stride;
+  if (second) out->in_axis_strides[1] = plan.second_in_axis_stride;
+  out->out_axis_stride = plan.out_axis_stride;
+  out->row_splits = plan.row_splits;
+  out->splits_share_cluster = plan.splits_share_cluster ? 1 : 0;
 }
 
 oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {

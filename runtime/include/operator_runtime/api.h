@@ -120,4 +120,46 @@ OPRT_API const oprt_operator_t *oprt_find_operator(const char *name);
 OPRT_API int32_t oprt_operator_count(void);
 OPRT_API const oprt_operator_t *oprt_operator_at(int32_t index);
 
+/* What a live descriptor will run, as create validated and laid it out, so a backend
+ * outside this library (the Python TileLang kernels) can launch from the same plan.
+ * Strides are in elements. Every per-dimension array lists its dims outermost first,
+ * innermost last (like torch); only the first ndim entries are set, and only the first
+ * num_inputs rows of in_strides. A field that does not apply to the operator's family
+ * is 0. */
+typedef struct {
+  oprt_operator_kind_t kind; /* the operator's kind, which says the family below */
+  oprt_dtype_t dtype;        /* of out and every input */
+  int32_t num_inputs;        /* inputs described by in_strides and in_axis_strides: 1 or 2 */
+  /* Elementwise: the iteration dims, extent-1 dims dropped, ordered by out's strides and
+   * merged wherever every operand steps over two dims as over one (0 dims: one element,
+   * or none). Reduction family: the rows' dims (every dim but the axis), extent-1 dims
+   * dropped, ordered by the first input's strides and merged likewise; in each tensor,
+   * row r starts at the dot product of r's index (row-major over shape) and its strides. */
+  int32_t ndim;
+  int64_t shape[OPRT_MAX_DIMS];
+  int64_t out_strides[OPRT_MAX_DIMS];
+  int64_t in_strides[2][OPRT_MAX_DIMS]; /* 0 along a dim that input is broadcast over */
+
+  /* The elementwise family (OPRT_KIND_ELEMENTWISE). */
+  int32_t contiguous; /* 1: every operand dense over the same numel elements in the same
+                         order, none broadcast, so all can be read as flat arrays */
+  int64_t numel;      /* elements of out */
+
+  /* The reduction family (OPRT_KIND_REDUCTION and OPRT_KIND_NORMALIZATION): element i of
+   * row r is at row r's offset plus i times the axis stride in each tensor. */
+  int64_t rows;               /* product of shape[0..ndim) */
+  int64_t row_length;         /* extent of the axis */
+  int64_t in_axis_strides[2]; /* each input's stride along the axis; 1 when row_length <= 1 */
+  int64_t out_axis_stride;    /* 0 when out holds one element per row (a reduction) */
+  int64_t row_splits;         /* chunks a row is cut into (1 = whole rows); with
+                                 splits_share_cluster 0, combined through the workspace */
+  int32_t splits_share_cluster; /* 1: a row's chunks are the blocks of one thread-block
+                                   cluster, which combine their partial results on chip */
+} oprt_plan_t;
+
+/* Fills plan from desc, a live descriptor of the operator called op (as created by its
+ * op-table entry or typed create function). INVALID_ARG for a NULL op or plan, an op that
+ * is not built in, or a desc that is null, destroyed or of another operator. */
+OPRT_API oprt_status_t oprt_descriptor_plan(const char *op, const void *desc, oprt_plan_t *plan);
+
 #endif /* OPERATOR_RUNTIME_API_H_ */
