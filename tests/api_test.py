@@ -332,6 +332,121 @@ def test_reduction_keepdim():
     assert ort.reduce_sum(x, 1).shape == (3, 5)
 
 
+# ------------------------------------------------ Descriptor.plan (oprt_descriptor_plan)
+
+COMMON_PLAN_KEYS = {"kind", "dtype", "num_inputs", "shape", "out_strides", "in_strides"}
+ELEMENTWISE_PLAN_KEYS = COMMON_PLAN_KEYS | {"numel", "contiguous"}
+REDUCTION_PLAN_KEYS = COMMON_PLAN_KEYS | {
+    "rows", "row_length", "in_axis_strides", "out_axis_stride", "row_splits",
+    "splits_share_cluster"}
+
+
+def _view(tensor: torch.Tensor) -> tuple:
+    return (tensor.data_ptr(), _C.OPRT_DTYPE_F32, tuple(tensor.shape), tensor.stride())
+
+
+def _plan(op: str, out: torch.Tensor, inputs: list[torch.Tensor], params: list[float]) -> dict:
+    descriptor = _C.Descriptor(op, _C.OPRT_BACKEND_CPU, _view(out), [_view(t) for t in inputs],
+                               params)
+    try:
+        return descriptor.plan
+    finally:
+        descriptor.destroy()
+
+
+def _rows(num_inputs=1, row_splits=1, splits_share_cluster=False, **fields) -> dict:
+    """The plan of a cpu f32 normalization (cpu rows are never split) with fields."""
+    return {"kind": _C.OPRT_KIND_NORMALIZATION, "dtype": _C.OPRT_DTYPE_F32,
+            "num_inputs": num_inputs, "row_splits": row_splits,
+            "splits_share_cluster": splits_share_cluster, **fields}
+
+
+def _elementwise(num_inputs=1, **fields) -> dict:
+    return {"kind": _C.OPRT_KIND_ELEMENTWISE, "dtype": _C.OPRT_DTYPE_F32,
+            "num_inputs": num_inputs, **fields}
+
+
+def test_plan_of_contiguous_softmax_merges_the_rows_into_one_dim():
+    x = torch.randn(4, 5, 6)
+    plan = _plan("softmax", torch.empty_like(x), [x], [-1.0])
+    assert set(plan) == REDUCTION_PLAN_KEYS
+    assert plan == _rows(rows=20, row_length=6, in_axis_strides=(1,), out_axis_stride=1,
+                         shape=(20,), in_strides=((6,),), out_strides=(6,))
+
+
+def test_plan_of_softmax_along_dim_0_has_neighbouring_rows():
+    x = torch.randn(5, 7)
+    plan = _plan("softmax", torch.empty_like(x), [x], [0.0])
+    # The axis steps over a row of 7; row r starts at element r (rows are neighbours).
+    assert plan == _rows(rows=7, row_length=5, in_axis_strides=(7,), out_axis_stride=7,
+                         shape=(7,), in_strides=((1,),), out_strides=(1,))
+
+
+def test_plan_of_padded_rows_keeps_the_row_stride():
+    x = torch.randn(2, 3, 8)[:, :, :5]  # rows of 5 every 8 elements
+    assert x.stride() == (24, 8, 1)
+    plan = _plan("softmax", torch.empty(2, 3, 5), [x], [-1.0])
+    # The two row dims merge in both tensors (24 = 8 * 3 in x, 15 = 5 * 3 in out).
+    assert plan == _rows(rows=6, row_length=5, in_axis_strides=(1,), out_axis_stride=1,
+                         shape=(6,), in_strides=((8,),), out_strides=(5,))
+
+
+def test_plan_of_reduce_sum_with_the_axis_kept_as_1():
+    x = torch.randn(4, 6)
+    out = torch.empty(4, 1)
+    plan = _plan("reduce_sum", out, [x], [1.0])
+    assert set(plan) == REDUCTION_PLAN_KEYS
+    assert plan == _rows(rows=4, row_length=6, in_axis_strides=(1,), out_axis_stride=0,
+                         shape=(4,), in_strides=((6,),), out_strides=(1,),
+                         kind=_C.OPRT_KIND_REDUCTION)
+
+
+def test_plan_of_softmax_backward_describes_both_inputs():
+    dy = torch.randn(3, 4)
+    y = torch.randn(4, 3).t()  # shape (3, 4), strides (1, 3)
+    plan = _plan("softmax_backward", torch.empty(3, 4), [dy, y], [-1.0])
+    assert plan == _rows(num_inputs=2, rows=3, row_length=4, in_axis_strides=(1, 3),
+                         out_axis_stride=1, shape=(3,), in_strides=((4,), (1,)),
+                         out_strides=(4,))
+
+
+def test_plan_of_contiguous_elementwise_is_one_flat_dim():
+    x = torch.randn(2, 3, 4)
+    plan = _plan("relu", torch.empty_like(x), [x], [0.0])
+    assert set(plan) == ELEMENTWISE_PLAN_KEYS
+    assert plan == _elementwise(contiguous=True, numel=24, shape=(24,), out_strides=(1,),
+                                in_strides=((1,),))
+
+
+def test_plan_of_broadcast_elementwise_has_a_stride_0():
+    a, b = torch.randn(3, 4), torch.randn(4)
+    plan = _plan("vector_add", torch.empty(3, 4), [a, b], [])
+    # b does not step along dim 0, so the two dims cannot merge.
+    assert plan == _elementwise(num_inputs=2, contiguous=False, numel=12, shape=(3, 4),
+                                out_strides=(4, 1), in_strides=((4, 1), (0, 1)))
+
+
+def test_plan_of_a_transposed_elementwise_output_follows_out():
+    dst = torch.empty(4, 3).t()  # shape (3, 4), strides (1, 3)
+    src = torch.randn(3, 4)
+    plan = _plan("copy", dst, [src], [])
+    # Dims ordered by dst's strides, outermost first: dst's dim 1 (stride 3) leads.
+    assert plan == _elementwise(contiguous=False, numel=12, shape=(4, 3), out_strides=(3, 1),
+                                in_strides=((1, 4),))
+
+
+def test_plan_of_a_destroyed_descriptor_raises():
+    x = torch.randn(2, 3)
+    descriptor = _C.Descriptor("softmax", _C.OPRT_BACKEND_CPU, _view(torch.empty_like(x)),
+                               [_view(x)], [-1.0])
+    descriptor.destroy()
+    with pytest.raises(_C.Error) as raised:
+        _ = descriptor.plan
+    assert raised.value.args == (
+        _C.OPRT_ERR_INVALID_ARG,
+        "softmax: descriptor is null, destroyed or not a softmax descriptor")
+
+
 def test_prepared_run_is_cheap():
     """The prepared path adds little to the C call (target <= 2 us; the bound
     is loose so a loaded machine does not flake)."""

@@ -259,7 +259,7 @@ def test_empty_views_with_huge_strides_create_and_run():
 
 def test_a_binding_object_made_without_its_constructor():
     descriptor = _C.Descriptor.__new__(_C.Descriptor)
-    for use in (lambda: descriptor.workspace_size, descriptor.destroy,
+    for use in (lambda: descriptor.workspace_size, lambda: descriptor.plan, descriptor.destroy,
                 lambda: descriptor.execute(0, []), lambda: descriptor.run(None, [], -1)):
         with pytest.raises(ort.OperatorRuntimeError, match="not made by its constructor"):
             use()

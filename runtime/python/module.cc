@@ -232,6 +232,43 @@ class Descriptor {
     if (status != OPRT_SUCCESS) raise_last_error(status);
   }
 
+  // oprt_descriptor_plan as a dict: the keys every plan has, then its family's.
+  py::dict plan() const {
+    oprt_plan_t plan;
+    const oprt_status_t status = oprt_descriptor_plan(op_->name, desc_, &plan);
+    if (status != OPRT_SUCCESS) raise_last_error(status);
+    auto dims = [&plan](const int64_t* values) {
+      py::tuple dims(plan.ndim);
+      for (int32_t d = 0; d < plan.ndim; ++d) dims[d] = py::int_(values[d]);
+      return dims;
+    };
+    py::tuple in_strides(plan.num_inputs);
+    for (int32_t i = 0; i < plan.num_inputs; ++i) in_strides[i] = dims(plan.in_strides[i]);
+    py::dict result;
+    result["kind"] = static_cast<int>(plan.kind);
+    result["dtype"] = static_cast<int>(plan.dtype);
+    result["num_inputs"] = plan.num_inputs;
+    result["shape"] = dims(plan.shape);
+    result["out_strides"] = dims(plan.out_strides);
+    result["in_strides"] = in_strides;
+    if (plan.kind == OPRT_KIND_ELEMENTWISE) {
+      result["numel"] = plan.numel;
+      result["contiguous"] = plan.contiguous != 0;
+    } else {
+      py::tuple in_axis_strides(plan.num_inputs);
+      for (int32_t i = 0; i < plan.num_inputs; ++i) {
+        in_axis_strides[i] = py::int_(plan.in_axis_strides[i]);
+      }
+      result["rows"] = plan.rows;
+      result["row_length"] = plan.row_length;
+      result["in_axis_strides"] = in_axis_strides;
+      result["out_axis_stride"] = plan.out_axis_stride;
+      result["row_splits"] = plan.row_splits;
+      result["splits_share_cluster"] = plan.splits_share_cluster != 0;
+    }
+    return result;
+  }
+
   size_t workspace_size() const { return workspace_size_; }
   int backend() const { return static_cast<int>(backend_); }
   std::string op_name() const { return op_->name; }
@@ -419,6 +456,12 @@ PYBIND11_MODULE(_C, m) {
       .def(
           "destroy", [](py::handle self) { constructed(self).destroy(); },
           "Releases the descriptor; later calls are errors.")
+      .def_property_readonly(
+          "plan", [](py::handle self) { return constructed(self).plan(); },
+          "The validated plan the descriptor runs (oprt_descriptor_plan) as a dict: kind, "
+          "dtype, num_inputs, shape, out_strides, in_strides (dims outermost first, strides "
+          "in elements); elementwise adds numel and contiguous, the reduction family rows, "
+          "row_length, in_axis_strides, out_axis_stride, row_splits, splits_share_cluster.")
       .def_property_readonly(
           "workspace_size", [](py::handle self) { return constructed(self).workspace_size(); })
       .def_property_readonly("backend",
