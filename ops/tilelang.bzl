@@ -16,7 +16,7 @@ _NVCC_ENV = {"OPRT_TILELANG_NVCC": "$(rootpath @cuda//:nvcc)"}
 
 _TEST_DEPS = [
     ":cases",
-    ":tilelang_kernels",
+    "//ops:tilelang_kernels",
     "//python:operator_runtime",
     "//python/operator_runtime_testing",
 ]

@@ -256,6 +256,7 @@ class _FakePythonBackend:
 
     def __init__(self):
         self.calls = []
+        self.plans = []
 
     def available(self):
         return True
@@ -263,8 +264,9 @@ class _FakePythonBackend:
     def runs_on(self, device):
         return device.type == "cpu"
 
-    def prepare(self, op, out, inputs, params):
+    def prepare(self, op, plan, out, inputs, params):
         backend = self
+        backend.plans.append(plan)
 
         class Kernel:
             def run(self, out, inputs, stream):
@@ -286,6 +288,8 @@ def test_python_backend_hook_routes_calls():
         source = torch.arange(4.0)
         assert torch.equal(ort.copy(source, backend="tilelang"), source)
         assert fake.calls == [("copy", (), 0), ("destroyed", "copy")]
+        # The backend is handed the C runtime's plan of the call.
+        assert [(plan["numel"], plan["contiguous"], plan["shape"]) for plan in fake.plans] == [(4, True, (4,))]
         with pytest.raises(ort.InvalidArgumentError, match="cannot run tensors on meta"):
             ort.copy(torch.ones(2, device="meta"), backend="tilelang")
     finally:

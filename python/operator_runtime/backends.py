@@ -48,10 +48,12 @@ class PythonBackend(Protocol):
     def runs_on(self, device: torch.device) -> bool: ...
 
     def prepare(
-        self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params: Sequence[float]
+        self, op: str, plan: dict, out: torch.Tensor, inputs: Sequence[torch.Tensor],
+        params: Sequence[float],
     ) -> PythonKernel:
-        """A kernel for these operands, which the C runtime has already validated (a cpu
-        descriptor of the same views, ops.Prepared), as it re-checks them before each run."""
+        """A kernel for these operands, which the C runtime has already validated and
+        planned (plan: the cpu descriptor's `_C.Descriptor.plan`, ops.Prepared); it
+        re-checks them before each run."""
 
 
 _python_backends: dict[str, PythonBackend] = {}

@@ -118,15 +118,16 @@ class Prepared:
         param_values = _param_values(info, params)
 
         python_backend = backends.python_backend(self.backend)
-        # A Python backend's runs are checked by a cpu descriptor of the same views
-        # (create never touches memory): the layouts and storage its run re-reads.
+        # A Python backend's calls are checked and planned by a cpu descriptor of the
+        # same views (create never touches memory): the backend launches from its plan,
+        # and each run re-checks the layouts and storage with it.
         code = backends.NATIVE_BACKEND_CODES.get(self.backend, _C.OPRT_BACKEND_CPU)
         try:
             self._descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
         except _C.Error as error:
             raise from_c_error(error) from None
         if python_backend is not None:
-            self._kernel = python_backend.prepare(op, out, inputs, param_values)
+            self._kernel = python_backend.prepare(op, self._descriptor.plan, out, inputs, param_values)
             self._execute = self._execute_python
             self.workspace_size = 0
         else:

@@ -2,12 +2,11 @@
 
     OPRT_TILELANG_NVCC=PATH/TO/cu13/bin/nvcc python tilelang_compile_test.py --op=copy
 
-Each kernel of ops/<op>/tilelang/<op>.py, in both styles and every dtype, is
-lowered and compiled for {"kind": "cuda", "arch": "sm_90"} with that nvcc
-(CUDA_HOME is set to its toolkit) and must leave an sm_90 cubin holding the
-kernel in a fresh TileLang cache, and take the operands the backend passes:
-the op's inputs by their table names in table order, then out, then the
-float parameters (elementwise), with the extents backend.py gives them.
+Each kernel ops/<op>/tilelang/<op>.py registers, in both styles and every
+dtype, with the compile-time arguments of the first variant the backend may
+choose for it (backend.variants), is lowered and compiled for {"kind": "cuda",
+"arch": "sm_90"} with that nvcc (CUDA_HOME is set to its toolkit) and must
+leave an sm_90 cubin holding the kernel in a fresh TileLang cache.
 Elementwise kernels are also compiled for TileLang's "c" target and run on
 CPU tensors in f32 and f16 (the C generator has no bfloat16), compared with
 the operator's reference; row kernels use GPU fragments, which the "c" target
@@ -20,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import sys
 import tempfile
 
@@ -45,6 +45,9 @@ def cubin_arch(data: bytes) -> int:
     return (flags >> 8) & 0xFF
 
 
+KERNEL_NAME = re.compile(r"__global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(")
+
+
 @pytest.fixture(scope="module")
 def compiler():
     from operator_runtime.tilelang import compiler
@@ -56,48 +59,35 @@ def _styles_and_dtypes(dtypes):
     return [(style, dtype) for style in ("eager", "lazy") for dtype in dtypes]
 
 
+def _kernels_of(op: str, dtype: str) -> list[tuple[str, dict]]:
+    """(kernel, compile-time arguments): each of op's own kernels once, as the backend may compile it."""
+    from operator_runtime.tilelang import backend
+
+    first: dict[str, dict] = {}
+    for kernel_op, kernel, consts in backend.variants(op, dtype):
+        if kernel_op == op:
+            first.setdefault(kernel, consts)
+    return list(first.items())
+
+
 @pytest.mark.parametrize("style,dtype", _styles_and_dtypes(("float32", "float16", "bfloat16")))
 def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
-    compiler.set_cache_dir(str(tmp_path))
-    kernel = compiler.compile_kernel(os.environ[OP_ENV], style, dtype, {"kind": "cuda", "arch": "sm_90"})
-    name = f"{os.environ[OP_ENV]}_{style}_kernel"
-    assert name in kernel.get_kernel_source()
-    (cubin,) = cubins(tmp_path)
-    data = cubin.read_bytes()
-    assert cubin_arch(data) == SM_90
-    assert name.encode() in data, f"{cubin} does not define {name}"
+    from operator_runtime.tilelang import registry
 
-
-def _expected_operands(op: str) -> list[tuple[str | None, list[str]]]:
-    """(name, extents) of each kernel operand backend.py passes, in order; None
-    where the table has no name (out: `dst` for copy) or for scalars (no extents)."""
-    from operator_runtime.ops import OPERATORS, Kind
-
-    info = OPERATORS[op]
-    if info.kind == Kind.ELEMENTWISE:
-        tensor, out = ["n"], ["n"]
-        scalars = [(name, []) for name in info.param_names]
-    else:  # the axis is the layout, not an operand
-        tensor, out = ["m", "n"], ["m", "n"] if info.kind == Kind.NORMALIZATION else ["m"]
-        scalars = []
-    return [*((name, tensor) for name in info.input_names), (None, out), *scalars]
-
-
-@pytest.mark.parametrize("style", ["eager", "lazy"])
-def test_takes_the_operands_the_backend_passes(compiler, style):
     op = os.environ[OP_ENV]
-    prim_func = compiler.kernel_definition(op, style).get_tir(dtype="float32")
-    operands = []
-    for param in prim_func.params:
-        buffer = prim_func.buffer_map.get(param)
-        if buffer is None:
-            operands.append((param.name, []))
-        else:
-            operands.append((buffer.name, [str(extent) for extent in buffer.shape]))
-    expected = _expected_operands(op)
-    assert len(operands) == len(expected), operands
-    for (name, extents), (expected_name, expected_extents) in zip(operands, expected):
-        assert (expected_name or name, expected_extents) == (name, extents), operands
+    compiled = _kernels_of(op, dtype)
+    assert sorted(kernel for kernel, _ in compiled) == registry.kernels(op)
+    for kernel, consts in compiled:
+        if "dtype" not in consts and dtype != "float32":
+            continue  # a kernel of f32 statistics only: compiled (and cached by TileLang) once
+        cache = tmp_path / kernel
+        compiler.set_cache_dir(str(cache))
+        source = compiler.compile_kernel(op, kernel, style, consts, {"kind": "cuda", "arch": "sm_90"}).get_kernel_source()
+        (name,) = set(KERNEL_NAME.findall(source))
+        (cubin,) = cubins(cache)
+        data = cubin.read_bytes()
+        assert cubin_arch(data) == SM_90, (kernel, consts)
+        assert name.encode() in data, f"{cubin} does not define {name}"
 
 
 def _cpu_cases(op: str, dtype: torch.dtype):
@@ -129,7 +119,7 @@ def test_runs_on_the_c_target(compiler, style, dtype, tmp_path):
 
     spec = importlib.import_module(f"ops.{os.environ[OP_ENV]}.cases").OP
     compiler.set_cache_dir(str(tmp_path))
-    kernel = compiler.compile_kernel(os.environ[OP_ENV], style, dtype, "c")
+    kernel = compiler.compile_kernel(os.environ[OP_ENV], "flat", style, {"dtype": dtype}, "c")
     torch_dtype = getattr(torch, dtype)
     for inputs, params in _cpu_cases(os.environ[OP_ENV], torch_dtype):
         out = torch.empty_like(inputs[0])

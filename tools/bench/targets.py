@@ -32,6 +32,10 @@ SWEEP_COPY_DTYPES = ("f32", "bf16")
 SWEEP_LONG_ROW = 2**17
 SWEEP_LONG_ROW_GBPS = 3600.0
 SWEEP_NEIGHBOUR_FRACTION = 0.9
+# The tilelang backend against the nvidia one, case by case in one run.
+TILELANG_VS_NVIDIA = 0.8
+TILELANG_FLOOR_VS_NVIDIA = 0.5
+TILELANG_RUN_US = 10.0
 OP_CALL_VS_TORCH = 1.2
 OUT_VARIANT_ABOVE_RUN_US = 1.0
 RUN_ABOVE_LAUNCH_US = 0.5
@@ -91,8 +95,40 @@ def _geomean_target(target: str, cases, peer: str, minimum: float) -> Verdict:
     return Verdict(target, mean >= minimum, f"geometric mean {mean:.2f}x over {len(ratios)} cases")
 
 
+def tilelang_targets(results, overheads) -> list[Verdict]:
+    """The tilelang backend's kernels against the nvidia backend's on the same
+    cases of the same run (time ratio: nvidia / tilelang), and its p.run() host time."""
+    nvidia = {(r.op, r.case, r.dtype): r for r in results if r.backend == "nvidia"}
+    pairs = [(r, nvidia[(r.op, r.case, r.dtype)]) for r in results
+             if r.backend == "tilelang" and (r.op, r.case, r.dtype) in nvidia]
+
+    class Pair:
+        def __init__(self, tilelang, cuda):
+            self.op, self.case = tilelang.op, f"{tilelang.case}_{tilelang.dtype}"
+            self.ratio = cuda.us / tilelang.us
+
+    cases = [Pair(t, c) for t, c in pairs]
+    verdicts = [
+        _every(f"tilelang >= {TILELANG_VS_NVIDIA}x the nvidia backend on every case", cases,
+               lambda p: p.ratio, TILELANG_VS_NVIDIA, "x"),
+        _every(f"tilelang no case below {TILELANG_FLOOR_VS_NVIDIA}x the nvidia backend", cases,
+               lambda p: p.ratio, TILELANG_FLOOR_VS_NVIDIA, "x"),
+    ]
+    rows = [o for o in overheads if o.backend == "tilelang"]
+    target = f"tilelang: p.run() <= {TILELANG_RUN_US:g} us of host time"
+    if rows:
+        passed, detail = _worst_host(rows, lambda o: o.run_us - TILELANG_RUN_US,
+                                     lambda o: f"p.run() {o.run_us:.1f} us")
+        verdicts.append(Verdict(target, passed, detail))
+    else:
+        verdicts.append(Verdict(target, None, "host cost not measured in this run"))
+    return verdicts
+
+
 def evaluate(results, overheads, backends: Sequence[str], launch_floor_us: float | None = None) -> list[Verdict]:
     host = overhead_targets(overheads, launch_floor_us)
+    if "tilelang" in backends and "nvidia" in backends:
+        host = [*tilelang_targets(results, overheads), *host]
     if "nvidia" not in backends:
         return [Verdict("kernel targets", None,
                         f"they apply to the nvidia backend, not {', '.join(backends)}"), *host]

@@ -244,23 +244,23 @@ def reduction_family_values(request: Request) -> dict[str, str]:
         "storage type T; to_float and from_float<T> convert. "
         f"ops/{example}/cpu/{example}_cpu.cc is a complete kernel of this shape.",
         _COLUMNS - len("// "), break_on_hyphens=False))
-    out_extents = "m, n" if keeps_axis else "m"
-    out_shape = "(m, n)" if keeps_axis else "(m,)"
+    out_extents = "m, nv, vec" if keeps_axis else "m, 1"
     return {
         "cpu_comment": cpu_comment,
         "example": example,
         "rows_result": (
-            "out[row + i, j] for rows row + i < m (i < BLOCK_M), columns j < n"
-            if keeps_axis else "out[row + i] for the rows row .. row + BLOCK_M - 1 (< m)"
+            "out[row, j // vec, j % vec] for rows row < m, elements j < nv * vec"
+            if keeps_axis else "out[row, 0] for the rows row < m"
         ),
-        "tilelang_rows_params": ", ".join(["row", *inputs, "out", "m", "n"]),
+        "tilelang_rows_params": ", ".join([*inputs, "out", "m", "nv", "block_m", "width", "vec", "threads"]),
+        "tilelang_operands": ", ".join([*inputs, "out"]),
         "tilelang_eager_declarations": "\n".join(
-            f"    {name}: T.Tensor[[m, n], dtype]" for name in inputs
+            f"    {name}: T.Tensor[[m, nv, vec], dtype]" for name in inputs
         ),
         "tilelang_out_extents": f"[{out_extents}]",
         "tilelang_lazy_params": ", ".join(
-            [*(f"{name}: T.Tensor((m, n), dtype)" for name in inputs),
-             f"out: T.Tensor({out_shape}, dtype)"]
+            [*(f"{name}: T.Tensor((m, nv, vec), dtype)" for name in inputs),
+             f"out: T.Tensor(({out_extents}), dtype)"]
         ),
         "reference_params": ", ".join(
             [*(f"{name}: torch.Tensor" for name in inputs), "dim: int = -1",

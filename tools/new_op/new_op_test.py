@@ -208,6 +208,7 @@ def test_named_inputs_and_a_parameter_reach_every_file():
     assert 'def relu_backward_eager(dy, x, out, negative_slope: T.float32, dtype="float32"):' in tilelang
     assert "out: T.Tensor((n,), dtype), negative_slope: T.float32):" in tilelang
     assert tilelang.count("elementwise_kernel(n, relu_backward_element, dy, x, out, negative_slope)") == 2
+    assert 'register("relu_backward", "flat", eager=relu_backward_eager, lazy=relu_backward_lazy)' in tilelang
 
 
 def test_several_parameters_keep_their_order():
@@ -250,21 +251,22 @@ def test_two_input_normalization_is_shaped_like_softmax_backward():
     assert "axis_cases(keeps_axis=True, num_inputs=2)" in cases
     assert "(shape,) * 2, dtype, {\"dim\": dim})" in cases
     tilelang = files[folder / "tilelang/softmax_backward.py"]
-    assert "def softmax_backward_rows(row, dy, y, out, m, n):" in tilelang
-    assert 'def softmax_backward_eager(dy, y, out, dtype="float32"):' in tilelang
-    assert "    y: T.Tensor[[m, n], dtype]\n    out: T.Tensor[[m, n], dtype]\n" in tilelang
+    assert "def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads):" in tilelang
+    assert 'def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):' in tilelang
+    assert "    y: T.Tensor[[m, nv, vec], dtype]\n    out: T.Tensor[[m, nv, vec], dtype]\n" in tilelang
     assert (
-        "def softmax_backward_lazy(dy: T.Tensor((m, n), dtype), y: T.Tensor((m, n), dtype), "
-        "out: T.Tensor((m, n), dtype)):"
+        "def rows_lazy(dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), "
+        "out: T.Tensor((m, nv, vec), dtype)):"
     ) in tilelang
-    assert tilelang.count("row_kernel(m, softmax_backward_rows, dy, y, out, m, n)") == 2
+    assert tilelang.count("softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)\n") == 2
+    assert 'register("softmax_backward", "rows", eager=rows_eager, lazy=rows_lazy)' in tilelang
 
 
 def test_one_input_normalization_keeps_the_default_input():
     files = new_op.planned_files(Request("log_softmax", "normalization"))
     assert "inputs" not in files[Path("ops/log_softmax/BUILD.bazel")]
     assert "axis_cases(keeps_axis=True)" in files[Path("ops/log_softmax/cases.py")]
-    assert "out: T.Tensor((m, n), dtype)):" in files[Path("ops/log_softmax/tilelang/log_softmax.py")]
+    assert "out: T.Tensor((m, nv, vec), dtype)):" in files[Path("ops/log_softmax/tilelang/log_softmax.py")]
 
 
 # Requests with long names: the operator's, and (elementwise) three parameters'.

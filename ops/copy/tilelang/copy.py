@@ -8,6 +8,7 @@ factory returning the same kernel as a `T.prim_func`. The tilelang backend
 import tilelang
 import tilelang.language as T
 
+from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import elementwise_kernel
 
 
@@ -33,3 +34,6 @@ def copy_lazy(dtype="float32"):
         elementwise_kernel(n, copy_element, src, dst)
 
     return copy_lazy
+
+
+register("copy", "flat", eager=copy_eager, lazy=copy_lazy)

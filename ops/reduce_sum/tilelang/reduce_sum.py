@@ -1,50 +1,106 @@
-"""reduce_sum in TileLang: out[r] = sum of row r of a contiguous (m, n) input, in f32.
+"""reduce_sum in TileLang, summing in f32, in two kernels:
 
-A block owns BLOCK_M rows and walks them in (BLOCK_M, BLOCK_N) tiles, adding
-each tile into per-lane f32 partial sums; one `T.reduce_sum` at the end (a
-tree TileLang emits over the block's threads) adds the lanes of each row.
-`reduce_sum_eager` is the kernel itself (tensors typed inside its body);
-`reduce_sum_lazy` is a factory returning the same kernel as a `T.prim_func`.
-The tilelang backend (python/operator_runtime/tilelang/) compiles the one the
-style option picks.
+- `rows`: sums of chunks of the rows of a contiguous input seen as (m, nv,
+  vec) (tiles.py). Block (c, b) holds chunk c, `width` elements, of rows
+  b * block_m ... in registers, and one `T.reduce_sum` (a tree TileLang emits
+  over the block's threads) writes out[r, c]. With one chunk per row, out is
+  the result (m, 1); with several, out is f32 partial sums (m, chunks) that the
+  same kernel then sums as rows of f32 (the backend repeats this until one
+  chunk is left), so a row of any length spreads over the whole GPU.
+- `columns`: sums along the middle axis of a contiguous (outer, n, iv, vec)
+  input (a leading or middle dim) into out (outer, splits, iv, vec): block
+  (c, o, s) walks split s of n, `block_m` steps at a time, adding a (block_m,
+  width) tile of neighbouring columns into per-lane partial sums, and reduces
+  the lanes along n at the end. Reads are along the contiguous inner columns,
+  so no transposing copy is needed; with several splits (few columns, long n)
+  out is f32 partial sums that the same kernel then sums along splits.
+
+`<kernel>_eager` is the kernel itself (tensors typed inside its body);
+`<kernel>_lazy` a factory returning it as a `T.prim_func`; the tilelang backend
+(python/operator_runtime/tilelang/) compiles the one the style option picks.
 """
 
 import tilelang
 import tilelang.language as T
 
-from operator_runtime.tilelang.tiles import BLOCK_M, BLOCK_N, load_tile, row_kernel
+from operator_runtime.tilelang.registry import register
+from operator_runtime.tilelang.tiles import load_columns, load_rows
 
 
 @T.macro
-def sum_rows(row, input, out, m, n):
-    tile = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    lanes = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    total = T.alloc_fragment((BLOCK_M,), "float32")
-    T.fill(lanes, 0)
-    for k in T.serial(T.ceildiv(n, BLOCK_N)):
-        load_tile(input, tile, m, n, row, k * BLOCK_N, T.float32(0))
-        for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-            lanes[i, j] += tile[i, j]
-    T.reduce_sum(lanes, total, dim=1)
-    for i in T.Parallel(BLOCK_M):
-        if row + i < m:
-            out[row + i] = T.Cast(out.dtype, total[i])
+def sum_rows(input, out, m, nv, block_m, width, vec, threads):
+    chunks = out.shape[1]
+    with T.Kernel(chunks, T.ceildiv(m, block_m), threads=threads) as (c, b):
+        tile = T.alloc_fragment((block_m, width), "float32")
+        total = T.alloc_fragment((block_m,), "float32")
+        load_rows(input, tile, b * block_m, c * (width // vec), m, nv, vec, T.float32(0))
+        T.reduce_sum(tile, total, dim=1)
+        for i in T.Parallel(block_m):
+            if b * block_m + i < m:
+                out[b * block_m + i, c] = T.Cast(out.dtype, total[i])
 
 
 @tilelang.jit
-def reduce_sum_eager(input, out, dtype="float32"):
-    m, n = T.dynamic("m, n")
-    input: T.Tensor[[m, n], dtype]
-    out: T.Tensor[[m], dtype]
-    row_kernel(m, sum_rows, input, out, m, n)
+def rows_eager(input, out, dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
+    input: T.Tensor[[m, nv, vec], dtype]
+    out: T.Tensor[[m, chunks], out_dtype]
+    sum_rows(input, out, m, nv, block_m, width, vec, threads)
 
 
 @tilelang.jit
-def reduce_sum_lazy(dtype="float32"):
-    m, n = T.dynamic("m, n")
+def rows_lazy(dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
 
     @T.prim_func
-    def reduce_sum_lazy(input: T.Tensor((m, n), dtype), out: T.Tensor((m,), dtype)):
-        row_kernel(m, sum_rows, input, out, m, n)
+    def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, chunks), out_dtype)):
+        sum_rows(input, out, m, nv, block_m, width, vec, threads)
 
-    return reduce_sum_lazy
+    return rows_lazy
+
+
+@T.macro
+def sum_columns(input, out, outer, n, iv, block_m, width, vec, threads):
+    splits = out.shape[1]
+    with T.Kernel(T.ceildiv(iv * vec, width), outer, splits, threads=threads) as (c, o, s):
+        per_split = T.ceildiv(n, splits)
+        tile = T.alloc_fragment((block_m, width), "float32")
+        lanes = T.alloc_fragment((block_m, width), "float32")
+        total = T.alloc_fragment((width,), "float32")
+        T.fill(lanes, 0)
+        for k in T.serial(T.ceildiv(per_split, block_m)):
+            first = s * per_split + k * block_m
+            load_columns(input, tile, o, first, c * width, T.min(n, (s + 1) * per_split), iv, vec, T.float32(0))
+            for i, j in T.Parallel(block_m, width):
+                lanes[i, j] += tile[i, j]
+        T.reduce_sum(lanes, total, dim=0)
+        for j in T.Parallel(width):
+            if (c * width + j) // vec < iv:
+                out[o, s, (c * width + j) // vec, j % vec] = T.Cast(out.dtype, total[j])
+
+
+@tilelang.jit
+def columns_eager(input, out, dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv, splits = T.dynamic("outer, n, iv, splits")
+    input: T.Tensor[[outer, n, iv, vec], dtype]
+    out: T.Tensor[[outer, splits, iv, vec], out_dtype]
+    sum_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+
+
+@tilelang.jit
+def columns_lazy(dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv, splits = T.dynamic("outer, n, iv, splits")
+
+    @T.prim_func
+    def columns_lazy(
+        input: T.Tensor((outer, n, iv, vec), dtype), out: T.Tensor((outer, splits, iv, vec), out_dtype)
+    ):
+        sum_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+
+    return columns_lazy
+
+
+register("reduce_sum", "rows", eager=rows_eager, lazy=rows_lazy)
+# Sums of chunks of long rows are the same kernel writing f32 partials (m, chunks).
+register("reduce_sum", "chunk_sums", eager=rows_eager, lazy=rows_lazy)
+register("reduce_sum", "columns", eager=columns_eager, lazy=columns_lazy)

@@ -9,6 +9,7 @@ a factory returning the same kernel as a `T.prim_func`. The tilelang backend
 import tilelang
 import tilelang.language as T
 
+from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import elementwise_kernel
 
 
@@ -37,3 +38,6 @@ def relu_lazy(dtype="float32"):
         elementwise_kernel(n, relu_element, input, out, negative_slope)
 
     return relu_lazy
+
+
+register("relu", "flat", eager=relu_eager, lazy=relu_lazy)

@@ -10,6 +10,7 @@ tilelang backend (python/operator_runtime/tilelang/) compiles the one the style 
 import tilelang
 import tilelang.language as T
 
+from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import elementwise_kernel
 
 
@@ -42,3 +43,6 @@ def relu_backward_lazy(dtype="float32"):
         elementwise_kernel(n, relu_backward_element, dy, x, out, negative_slope)
 
     return relu_backward_lazy
+
+
+register("relu_backward", "flat", eager=relu_backward_eager, lazy=relu_backward_lazy)

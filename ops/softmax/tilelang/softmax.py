@@ -1,72 +1,245 @@
-"""softmax in TileLang along the rows of a contiguous (m, n) input, in f32.
+"""softmax in TileLang, computed in f32, in three regimes:
 
-A block owns BLOCK_M rows and reads them twice, tile by tile. The first pass
-keeps, per lane of the (BLOCK_M, BLOCK_N) tile, a running maximum and the sum
-of exp(x - maximum), rescaling the sum when the maximum grows; then one
-`T.reduce_max` and one `T.reduce_sum` combine the lanes of each row. The
-second pass writes exp(x - max) / sum. A -inf entry weighs 0 even while a
-maximum is still -inf (so a masked entry never makes a row NaN; a row of only
--inf gives 0 / 0 = NaN, as PyTorch). A block writes only rows it has read
-itself, after reading them, so out may be the input.
-`softmax_eager` is the kernel itself (tensors typed inside its body);
-`softmax_lazy` is a factory returning the same kernel as a `T.prim_func`. The
-tilelang backend (python/operator_runtime/tilelang/) compiles the one the
-style option picks.
+- `rows`: rows of a contiguous input seen as (m, nv, vec) (tiles.py) that fit a
+  block's registers: block b holds rows b * block_m ... whole, takes their
+  maximum and the sum of exp(x - maximum) with `T.reduce_max` / `T.reduce_sum`
+  and writes exp(x - maximum) times 1 / sum: one read and one write per element.
+- longer rows, in chunks of `width` elements spread over the whole GPU:
+  `chunk_stats` writes each chunk's (maximum, sum of exp(x - maximum)) into
+  f32 stats (m, chunks, 2); `combine_stats` folds a row's chunks into its
+  (maximum, sum) (m, 1, 2), rescaling each sum to the larger maximum (the
+  backend repeats it while more than one chunk is left); `chunk_write` reads
+  each chunk again and writes exp(x - maximum) / sum.
+- `columns`: along the middle axis of a contiguous (outer, n, iv, vec) input
+  (a leading or middle dim): block (c, o) walks n twice over neighbouring
+  columns, first keeping a running maximum and rescaled sum per lane, then
+  writing; no transposing copy.
+
+A -inf entry weighs 0 even while a maximum is still -inf (`tiles.weight`), so a
+masked entry never makes a row NaN; a row of only -inf gives 0 / 0 = NaN, as
+PyTorch. Every kernel writes only elements it has read itself, after reading
+them, so out may be the input.
+
+`<kernel>_eager` is the kernel itself (tensors typed inside its body);
+`<kernel>_lazy` a factory returning it as a `T.prim_func`; the tilelang backend
+(python/operator_runtime/tilelang/) compiles the one the style option picks.
 """
 
 import tilelang
 import tilelang.language as T
 
-from operator_runtime.tilelang.tiles import BLOCK_M, BLOCK_N, load_tile, row_kernel
+from operator_runtime.tilelang.registry import register
+from operator_runtime.tilelang.tiles import (
+    MINUS_INF,
+    load_columns,
+    load_rows,
+    store_columns,
+    store_rows,
+    weight,
+)
 
 
 @T.macro
-def weight(x, maximum):
-    """exp(x - maximum), and 0 for x = -inf whatever the maximum."""
-    return T.if_then_else(x == -T.infinity("float32"), T.float32(0), T.exp(x - maximum))
-
-
-@T.macro
-def softmax_rows(row, input, out, m, n):
-    minus_inf = -T.infinity("float32")
-    tile = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    lane_max = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    lane_sum = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    row_max = T.alloc_fragment((BLOCK_M,), "float32")
-    row_sum = T.alloc_fragment((BLOCK_M,), "float32")
-    T.fill(lane_max, minus_inf)
-    T.fill(lane_sum, 0)
-    for k in T.serial(T.ceildiv(n, BLOCK_N)):
-        load_tile(input, tile, m, n, row, k * BLOCK_N, minus_inf)
-        for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-            grown = T.max(lane_max[i, j], tile[i, j])
-            lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], grown) + weight(tile[i, j], grown)
-            lane_max[i, j] = grown
-    T.reduce_max(lane_max, row_max, dim=1, clear=True)
-    for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-        lane_sum[i, j] *= weight(lane_max[i, j], row_max[i])
-    T.reduce_sum(lane_sum, row_sum, dim=1)
-    for k in T.serial(T.ceildiv(n, BLOCK_N)):
-        load_tile(input, tile, m, n, row, k * BLOCK_N, minus_inf)
-        for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-            if row + i < m and k * BLOCK_N + j < n:
-                out[row + i, k * BLOCK_N + j] = T.Cast(out.dtype, weight(tile[i, j], row_max[i]) / row_sum[i])
+def softmax_rows(input, out, m, nv, block_m, width, vec, threads):
+    with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
+        tile = T.alloc_fragment((block_m, width), "float32")
+        row_max = T.alloc_fragment((block_m,), "float32")
+        row_sum = T.alloc_fragment((block_m,), "float32")
+        load_rows(input, tile, b * block_m, 0, m, nv, vec, MINUS_INF)
+        T.reduce_max(tile, row_max, dim=1, clear=True)
+        for i, j in T.Parallel(block_m, width):
+            tile[i, j] = weight(tile[i, j], row_max[i])
+        T.reduce_sum(tile, row_sum, dim=1)
+        for i in T.Parallel(block_m):
+            row_sum[i] = 1 / row_sum[i]  # one division per row, a multiplication per element
+        for i, j in T.Parallel(block_m, width):
+            tile[i, j] = tile[i, j] * row_sum[i]
+        store_rows(tile, out, b * block_m, 0, m, nv, vec)
 
 
 @tilelang.jit
-def softmax_eager(input, out, dtype="float32"):
-    m, n = T.dynamic("m, n")
-    input: T.Tensor[[m, n], dtype]
-    out: T.Tensor[[m, n], dtype]
-    row_kernel(m, softmax_rows, input, out, m, n)
+def rows_eager(input, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+    input: T.Tensor[[m, nv, vec], dtype]
+    out: T.Tensor[[m, nv, vec], dtype]
+    softmax_rows(input, out, m, nv, block_m, width, vec, threads)
 
 
 @tilelang.jit
-def softmax_lazy(dtype="float32"):
-    m, n = T.dynamic("m, n")
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
 
     @T.prim_func
-    def softmax_lazy(input: T.Tensor((m, n), dtype), out: T.Tensor((m, n), dtype)):
-        row_kernel(m, softmax_rows, input, out, m, n)
+    def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)):
+        softmax_rows(input, out, m, nv, block_m, width, vec, threads)
 
-    return softmax_lazy
+    return rows_lazy
+
+
+@T.macro
+def softmax_chunk_stats(input, stats, m, nv, width, vec, threads):
+    with T.Kernel(stats.shape[1], m, threads=threads) as (c, r):
+        tile = T.alloc_fragment((1, width), "float32")
+        chunk_max = T.alloc_fragment((1,), "float32")
+        chunk_sum = T.alloc_fragment((1,), "float32")
+        load_rows(input, tile, r, c * (width // vec), m, nv, vec, MINUS_INF)
+        T.reduce_max(tile, chunk_max, dim=1, clear=True)
+        for i, j in T.Parallel(1, width):
+            tile[i, j] = weight(tile[i, j], chunk_max[i])
+        T.reduce_sum(tile, chunk_sum, dim=1)
+        for i in T.Parallel(1):
+            stats[r, c, 0] = chunk_max[i]
+            stats[r, c, 1] = chunk_sum[i]
+
+
+@tilelang.jit
+def chunk_stats_eager(input, stats, dtype="float32", width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
+    input: T.Tensor[[m, nv, vec], dtype]
+    stats: T.Tensor[[m, chunks, 2], "float32"]
+    softmax_chunk_stats(input, stats, m, nv, width, vec, threads)
+
+
+@tilelang.jit
+def chunk_stats_lazy(dtype="float32", width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
+
+    @T.prim_func
+    def chunk_stats_lazy(input: T.Tensor((m, nv, vec), dtype), stats: T.Tensor((m, chunks, 2), "float32")):
+        softmax_chunk_stats(input, stats, m, nv, width, vec, threads)
+
+    return chunk_stats_lazy
+
+
+@T.macro
+def softmax_combine_stats(stats, combined, m, chunks, width, threads):
+    # Block (c, r) folds chunks c * width ... of row r into combined[r, c].
+    with T.Kernel(combined.shape[1], m, threads=threads) as (c, r):
+        lane_max = T.alloc_fragment((1, width), "float32")
+        lane_sum = T.alloc_fragment((1, width), "float32")
+        row_max = T.alloc_fragment((1,), "float32")
+        row_sum = T.alloc_fragment((1,), "float32")
+        for i, j in T.Parallel(1, width):
+            inside = c * width + j < chunks
+            lane_max[i, j] = T.if_then_else(inside, stats[r, c * width + j, 0], MINUS_INF)
+            lane_sum[i, j] = T.if_then_else(inside, stats[r, c * width + j, 1], T.float32(0))
+        T.reduce_max(lane_max, row_max, dim=1, clear=True)
+        for i, j in T.Parallel(1, width):
+            lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], row_max[i])
+        T.reduce_sum(lane_sum, row_sum, dim=1)
+        for i in T.Parallel(1):
+            combined[r, c, 0] = row_max[i]
+            combined[r, c, 1] = row_sum[i]
+
+
+@tilelang.jit
+def combine_stats_eager(stats, combined, width=1024, threads=128):
+    m, chunks, combined_chunks = T.dynamic("m, chunks, combined_chunks")
+    stats: T.Tensor[[m, chunks, 2], "float32"]
+    combined: T.Tensor[[m, combined_chunks, 2], "float32"]
+    softmax_combine_stats(stats, combined, m, chunks, width, threads)
+
+
+@tilelang.jit
+def combine_stats_lazy(width=1024, threads=128):
+    m, chunks, combined_chunks = T.dynamic("m, chunks, combined_chunks")
+
+    @T.prim_func
+    def combine_stats_lazy(
+        stats: T.Tensor((m, chunks, 2), "float32"), combined: T.Tensor((m, combined_chunks, 2), "float32")
+    ):
+        softmax_combine_stats(stats, combined, m, chunks, width, threads)
+
+    return combine_stats_lazy
+
+
+@T.macro
+def softmax_chunk_write(input, stats, out, m, nv, width, vec, threads):
+    with T.Kernel(T.ceildiv(nv * vec, width), m, threads=threads) as (c, r):
+        tile = T.alloc_fragment((1, width), "float32")
+        inverse_sum = T.alloc_fragment((1,), "float32")
+        for i in T.Parallel(1):
+            inverse_sum[i] = 1 / stats[r, 0, 1]
+        load_rows(input, tile, r, c * (width // vec), m, nv, vec, MINUS_INF)
+        for i, j in T.Parallel(1, width):
+            tile[i, j] = weight(tile[i, j], stats[r, 0, 0]) * inverse_sum[i]
+        store_rows(tile, out, r, c * (width // vec), m, nv, vec)
+
+
+@tilelang.jit
+def chunk_write_eager(input, stats, out, dtype="float32", width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+    input: T.Tensor[[m, nv, vec], dtype]
+    stats: T.Tensor[[m, 1, 2], "float32"]
+    out: T.Tensor[[m, nv, vec], dtype]
+    softmax_chunk_write(input, stats, out, m, nv, width, vec, threads)
+
+
+@tilelang.jit
+def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+
+    @T.prim_func
+    def chunk_write_lazy(
+        input: T.Tensor((m, nv, vec), dtype),
+        stats: T.Tensor((m, 1, 2), "float32"),
+        out: T.Tensor((m, nv, vec), dtype),
+    ):
+        softmax_chunk_write(input, stats, out, m, nv, width, vec, threads)
+
+    return chunk_write_lazy
+
+
+@T.macro
+def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads):
+    with T.Kernel(T.ceildiv(iv * vec, width), outer, threads=threads) as (c, o):
+        tile = T.alloc_fragment((block_m, width), "float32")
+        lane_max = T.alloc_fragment((block_m, width), "float32")
+        lane_sum = T.alloc_fragment((block_m, width), "float32")
+        column_max = T.alloc_fragment((width,), "float32")
+        column_sum = T.alloc_fragment((width,), "float32")
+        T.fill(lane_max, MINUS_INF)
+        T.fill(lane_sum, 0)
+        for k in T.serial(T.ceildiv(n, block_m)):
+            load_columns(input, tile, o, k * block_m, c * width, n, iv, vec, MINUS_INF)
+            for i, j in T.Parallel(block_m, width):
+                grown = T.max(lane_max[i, j], tile[i, j])
+                lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], grown) + weight(tile[i, j], grown)
+                lane_max[i, j] = grown
+        T.reduce_max(lane_max, column_max, dim=0, clear=True)
+        for i, j in T.Parallel(block_m, width):
+            lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], column_max[j])
+        T.reduce_sum(lane_sum, column_sum, dim=0)
+        for j in T.Parallel(width):
+            column_sum[j] = 1 / column_sum[j]
+        for k in T.serial(T.ceildiv(n, block_m)):
+            load_columns(input, tile, o, k * block_m, c * width, n, iv, vec, MINUS_INF)
+            for i, j in T.Parallel(block_m, width):
+                tile[i, j] = weight(tile[i, j], column_max[j]) * column_sum[j]
+            store_columns(tile, out, o, k * block_m, c * width, n, iv, vec)
+
+
+@tilelang.jit
+def columns_eager(input, out, dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv = T.dynamic("outer, n, iv")
+    input: T.Tensor[[outer, n, iv, vec], dtype]
+    out: T.Tensor[[outer, n, iv, vec], dtype]
+    softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+
+
+@tilelang.jit
+def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv = T.dynamic("outer, n, iv")
+
+    @T.prim_func
+    def columns_lazy(input: T.Tensor((outer, n, iv, vec), dtype), out: T.Tensor((outer, n, iv, vec), dtype)):
+        softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+
+    return columns_lazy
+
+
+register("softmax", "rows", eager=rows_eager, lazy=rows_lazy)
+register("softmax", "chunk_stats", eager=chunk_stats_eager, lazy=chunk_stats_lazy)
+register("softmax", "combine_stats", eager=combine_stats_eager, lazy=combine_stats_lazy)
+register("softmax", "chunk_write", eager=chunk_write_eager, lazy=chunk_write_lazy)
+register("softmax", "columns", eager=columns_eager, lazy=columns_lazy)

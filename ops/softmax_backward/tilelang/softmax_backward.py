@@ -1,60 +1,196 @@
-"""softmax_backward in TileLang along the rows of contiguous (m, n) dy and y, in f32.
+"""softmax_backward in TileLang: out = y * (dy - sum(dy * y)), computed in f32, in three regimes:
 
-A block owns BLOCK_M rows and reads them twice, tile by tile. The first pass
-adds dy * y into per-lane f32 partial sums, and one `T.reduce_sum` combines the
-lanes of each row; the second writes y * (dy - sum). NaN and inf reach the
-whole row through the sum, as in PyTorch. A block writes only rows it has read
-itself, after reading them, so out may be dy or y.
-`softmax_backward_eager` is the kernel itself (tensors typed inside its body);
-`softmax_backward_lazy` is a factory returning the same kernel as a
-`T.prim_func`. The tilelang backend (python/operator_runtime/tilelang/)
-compiles the one the style option picks.
+- `rows`: rows of contiguous dy and y seen as (m, nv, vec) (tiles.py) that fit
+  a block's registers: block b holds rows b * block_m ... of both whole, takes
+  sum(dy * y) with one `T.reduce_sum` and writes out: one read of each input
+  and one write per element.
+- longer rows, in chunks of `width` elements spread over the whole GPU:
+  `chunk_dots` writes each chunk's sum(dy * y) into f32 partials (m, chunks);
+  the backend sums them with reduce_sum's `rows` kernel in f32; `chunk_write`
+  reads each chunk of dy and y again and writes out.
+- `columns`: along the middle axis of contiguous (outer, n, iv, vec) inputs (a
+  leading or middle dim): block (c, o) walks n twice over neighbouring columns,
+  first adding dy * y per lane, then writing; no transposing copy.
+
+NaN and inf reach the whole row through the sum, as in PyTorch. Every kernel
+writes only elements it has read itself, after reading them, so out may be dy
+or y.
+
+`<kernel>_eager` is the kernel itself (tensors typed inside its body);
+`<kernel>_lazy` a factory returning it as a `T.prim_func`; the tilelang backend
+(python/operator_runtime/tilelang/) compiles the one the style option picks.
 """
 
 import tilelang
 import tilelang.language as T
 
-from operator_runtime.tilelang.tiles import BLOCK_M, BLOCK_N, load_tile, row_kernel
+from operator_runtime.tilelang.registry import register
+from operator_runtime.tilelang.tiles import load_columns, load_rows, store_columns, store_rows
+
+ZERO = T.float32(0)
 
 
 @T.macro
-def softmax_backward_rows(row, dy, y, out, m, n):
-    dy_tile = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    y_tile = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    lanes = T.alloc_fragment((BLOCK_M, BLOCK_N), "float32")
-    dot = T.alloc_fragment((BLOCK_M,), "float32")
-    T.fill(lanes, 0)
-    for k in T.serial(T.ceildiv(n, BLOCK_N)):
-        load_tile(dy, dy_tile, m, n, row, k * BLOCK_N, T.float32(0))
-        load_tile(y, y_tile, m, n, row, k * BLOCK_N, T.float32(0))
-        for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-            lanes[i, j] += dy_tile[i, j] * y_tile[i, j]
-    T.reduce_sum(lanes, dot, dim=1)
-    for k in T.serial(T.ceildiv(n, BLOCK_N)):
-        load_tile(dy, dy_tile, m, n, row, k * BLOCK_N, T.float32(0))
-        load_tile(y, y_tile, m, n, row, k * BLOCK_N, T.float32(0))
-        for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-            if row + i < m and k * BLOCK_N + j < n:
-                out[row + i, k * BLOCK_N + j] = T.Cast(out.dtype, y_tile[i, j] * (dy_tile[i, j] - dot[i]))
+def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads):
+    with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
+        dy_tile = T.alloc_fragment((block_m, width), "float32")
+        y_tile = T.alloc_fragment((block_m, width), "float32")
+        products = T.alloc_fragment((block_m, width), "float32")
+        dot = T.alloc_fragment((block_m,), "float32")
+        load_rows(dy, dy_tile, b * block_m, 0, m, nv, vec, ZERO)
+        load_rows(y, y_tile, b * block_m, 0, m, nv, vec, ZERO)
+        for i, j in T.Parallel(block_m, width):
+            products[i, j] = dy_tile[i, j] * y_tile[i, j]
+        T.reduce_sum(products, dot, dim=1)
+        for i, j in T.Parallel(block_m, width):
+            dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[i])
+        store_rows(dy_tile, out, b * block_m, 0, m, nv, vec)
 
 
 @tilelang.jit
-def softmax_backward_eager(dy, y, out, dtype="float32"):
-    m, n = T.dynamic("m, n")
-    dy: T.Tensor[[m, n], dtype]
-    y: T.Tensor[[m, n], dtype]
-    out: T.Tensor[[m, n], dtype]
-    row_kernel(m, softmax_backward_rows, dy, y, out, m, n)
+def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+    dy: T.Tensor[[m, nv, vec], dtype]
+    y: T.Tensor[[m, nv, vec], dtype]
+    out: T.Tensor[[m, nv, vec], dtype]
+    softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)
 
 
 @tilelang.jit
-def softmax_backward_lazy(dtype="float32"):
-    m, n = T.dynamic("m, n")
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
 
     @T.prim_func
-    def softmax_backward_lazy(
-        dy: T.Tensor((m, n), dtype), y: T.Tensor((m, n), dtype), out: T.Tensor((m, n), dtype)
+    def rows_lazy(
+        dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)
     ):
-        row_kernel(m, softmax_backward_rows, dy, y, out, m, n)
+        softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)
 
-    return softmax_backward_lazy
+    return rows_lazy
+
+
+@T.macro
+def softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads):
+    with T.Kernel(dots.shape[1], m, threads=threads) as (c, r):
+        dy_tile = T.alloc_fragment((1, width), "float32")
+        y_tile = T.alloc_fragment((1, width), "float32")
+        dot = T.alloc_fragment((1,), "float32")
+        load_rows(dy, dy_tile, r, c * (width // vec), m, nv, vec, ZERO)
+        load_rows(y, y_tile, r, c * (width // vec), m, nv, vec, ZERO)
+        for i, j in T.Parallel(1, width):
+            dy_tile[i, j] = dy_tile[i, j] * y_tile[i, j]
+        T.reduce_sum(dy_tile, dot, dim=1)
+        for i in T.Parallel(1):
+            dots[r, c] = dot[i]
+
+
+@tilelang.jit
+def chunk_dots_eager(dy, y, dots, dtype="float32", width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
+    dy: T.Tensor[[m, nv, vec], dtype]
+    y: T.Tensor[[m, nv, vec], dtype]
+    dots: T.Tensor[[m, chunks], "float32"]
+    softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads)
+
+
+@tilelang.jit
+def chunk_dots_lazy(dtype="float32", width=1024, vec=1, threads=128):
+    m, nv, chunks = T.dynamic("m, nv, chunks")
+
+    @T.prim_func
+    def chunk_dots_lazy(
+        dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), dots: T.Tensor((m, chunks), "float32")
+    ):
+        softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads)
+
+    return chunk_dots_lazy
+
+
+@T.macro
+def softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads):
+    with T.Kernel(T.ceildiv(nv * vec, width), m, threads=threads) as (c, r):
+        dy_tile = T.alloc_fragment((1, width), "float32")
+        y_tile = T.alloc_fragment((1, width), "float32")
+        load_rows(dy, dy_tile, r, c * (width // vec), m, nv, vec, ZERO)
+        load_rows(y, y_tile, r, c * (width // vec), m, nv, vec, ZERO)
+        for i, j in T.Parallel(1, width):
+            dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[r, 0])
+        store_rows(dy_tile, out, r, c * (width // vec), m, nv, vec)
+
+
+@tilelang.jit
+def chunk_write_eager(dy, y, dot, out, dtype="float32", width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+    dy: T.Tensor[[m, nv, vec], dtype]
+    y: T.Tensor[[m, nv, vec], dtype]
+    dot: T.Tensor[[m, 1], "float32"]
+    out: T.Tensor[[m, nv, vec], dtype]
+    softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads)
+
+
+@tilelang.jit
+def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
+    m, nv = T.dynamic("m, nv")
+
+    @T.prim_func
+    def chunk_write_lazy(
+        dy: T.Tensor((m, nv, vec), dtype),
+        y: T.Tensor((m, nv, vec), dtype),
+        dot: T.Tensor((m, 1), "float32"),
+        out: T.Tensor((m, nv, vec), dtype),
+    ):
+        softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads)
+
+    return chunk_write_lazy
+
+
+@T.macro
+def softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads):
+    with T.Kernel(T.ceildiv(iv * vec, width), outer, threads=threads) as (c, o):
+        dy_tile = T.alloc_fragment((block_m, width), "float32")
+        y_tile = T.alloc_fragment((block_m, width), "float32")
+        lanes = T.alloc_fragment((block_m, width), "float32")
+        dot = T.alloc_fragment((width,), "float32")
+        T.fill(lanes, 0)
+        for k in T.serial(T.ceildiv(n, block_m)):
+            load_columns(dy, dy_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
+            load_columns(y, y_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
+            for i, j in T.Parallel(block_m, width):
+                lanes[i, j] += dy_tile[i, j] * y_tile[i, j]
+        T.reduce_sum(lanes, dot, dim=0)
+        for k in T.serial(T.ceildiv(n, block_m)):
+            load_columns(dy, dy_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
+            load_columns(y, y_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
+            for i, j in T.Parallel(block_m, width):
+                dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[j])
+            store_columns(dy_tile, out, o, k * block_m, c * width, n, iv, vec)
+
+
+@tilelang.jit
+def columns_eager(dy, y, out, dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv = T.dynamic("outer, n, iv")
+    dy: T.Tensor[[outer, n, iv, vec], dtype]
+    y: T.Tensor[[outer, n, iv, vec], dtype]
+    out: T.Tensor[[outer, n, iv, vec], dtype]
+    softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads)
+
+
+@tilelang.jit
+def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128):
+    outer, n, iv = T.dynamic("outer, n, iv")
+
+    @T.prim_func
+    def columns_lazy(
+        dy: T.Tensor((outer, n, iv, vec), dtype),
+        y: T.Tensor((outer, n, iv, vec), dtype),
+        out: T.Tensor((outer, n, iv, vec), dtype),
+    ):
+        softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads)
+
+    return columns_lazy
+
+
+register("softmax_backward", "rows", eager=rows_eager, lazy=rows_lazy)
+register("softmax_backward", "chunk_dots", eager=chunk_dots_eager, lazy=chunk_dots_lazy)
+register("softmax_backward", "chunk_write", eager=chunk_write_eager, lazy=chunk_write_lazy)
+register("softmax_backward", "columns", eager=columns_eager, lazy=columns_lazy)

@@ -8,6 +8,7 @@ factory returning the same kernel as a `T.prim_func`. The tilelang backend
 import tilelang
 import tilelang.language as T
 
+from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import elementwise_kernel
 
 
@@ -34,3 +35,6 @@ def vector_add_lazy(dtype="float32"):
         elementwise_kernel(n, add_element, a, b, out)
 
     return vector_add_lazy
+
+
+register("vector_add", "flat", eager=vector_add_eager, lazy=vector_add_lazy)

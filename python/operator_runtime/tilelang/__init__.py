@@ -5,10 +5,10 @@
     ort.tilelang.set_style("eager")                # or "lazy" (default); $OPRT_TILELANG_STYLE
     ort.tilelang.set_cache_dir("/tmp/tl-cache")    # or $OPRT_TILELANG_CACHE_DIR
 
-Each operator's kernels live in ops/<op>/tilelang/<op>.py in two styles: an
-eager kernel (`@tilelang.jit` whose body is the kernel) and a lazy factory
-(`@tilelang.jit` returning a `T.prim_func`); the style option picks which one
-a prepare compiles. TileLang itself is imported only when the backend is first
+Each operator's kernels live in ops/<op>/tilelang/<op>.py, which registers
+them by name (registry.py), each in two styles: an eager kernel (`@tilelang.jit`
+whose body is the kernel) and a lazy factory (`@tilelang.jit` returning a
+`T.prim_func`); the style option picks which one a prepare compiles. TileLang itself is imported only when the backend is first
 asked whether it is available on a machine with a CUDA device, or first used;
 `import operator_runtime` never imports it. See docs/tilelang.md.
 """

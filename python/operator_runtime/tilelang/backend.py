@@ -1,211 +1,535 @@
-"""The host side of the tilelang backend: checks, layouts, launches.
+"""The host side of the tilelang backend: from the C runtime's plan to launches.
 
-Every call is first checked by the C runtime itself: ops.Prepared creates a cpu
-descriptor for the same views (create validates views, dtypes, shapes, axis and
-aliasing and never touches memory) before asking this backend to prepare, and
-re-checks the bound tensors with it before each run, so a bad call fails with
-exactly the C runtime's status and message. The kernels then need simple
-layouts; this module brings operands there:
+Every call is checked and planned by the C runtime itself: ops.Prepared creates
+a cpu descriptor for the same views (create validates views, dtypes, shapes,
+dim and aliasing, and never touches memory) and hands its plan
+(`_C.Descriptor.plan`, docs/operators.md §6.1) to `prepare`, and re-checks the
+bound tensors with it before each run, so a bad call fails with exactly the C
+runtime's status and message. `prepare` reads the plan once, picks the
+regime and the kernels' tile shapes and compiles them; a run only views the
+bound tensors as the kernels want them and launches. The regimes, as the CUDA
+backend has them:
 
-- elementwise (copy, vector_add, relu): the kernel runs over flat vectors.
-  Operands that are dense in the same memory order as `out` (contiguous, or
-  permuted alike) and 16-byte aligned are used in place; any other input
-  (broadcast, strided, misaligned) is first copied by torch into a dense
-  buffer in out's order, and a non-dense or misaligned `out` is written
-  through a dense buffer copied into it afterwards.
-- reduction (reduce_sum, and the normalizations softmax and softmax_backward),
-  the C runtime's family of the same name: the kernel wants the reduced
-  axis innermost and contiguous, as (m, n) matrices, one per input (all of one
-  shape). Each input whose `movedim(axis, -1)` is contiguous is used in place;
-  any other is copied there first (one transposed or compacting copy per run).
-  A non-contiguous output goes through a buffer.
+- elementwise: operands that are contiguous alike (`contiguous` in the plan)
+  run as flat vectors in place; any other layout (broadcast, strided) is
+  gathered by torch into a dense buffer in out's order first, and a strided
+  out is written through one.
+- reduction family, rows along a contiguous last axis ((m, n) matrices):
+  rows that fit a block's registers (n <= 16384) run whole, several short
+  rows per block; longer rows, or too few rows to fill the GPU, run in chunks
+  spread over every SM, combined by a second kernel.
+- reduction family along a leading or middle dim of contiguous tensors
+  ((outer, n, inner)): a column kernel reads neighbouring columns, no
+  transposing copy.
+- any other layout (padded or permuted rows): torch gathers each input into a
+  contiguous (m, n) matrix in the plan's row order, then as rows.
 
-Kernels index with 32-bit extents: elementwise work is launched in chunks of
-2^30 elements, row work in chunks of whole rows below 2^31 elements; a single
-row of 2^31 elements or more is NotSupportedError. One thread block walks each
-row, so very long rows use few SMs (slow, never wrong).
+Rows are read in 16-byte vectors (tiles.py) when n (or inner) is a multiple of
+the vector and every operand is 16-byte aligned; otherwise one element at a
+time. Indexing is 64-bit, so rows longer than 2^31-1 elements run too.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
 from operator_runtime.errors import NotSupportedError
 from operator_runtime.ops import OPERATORS, Kind
-from operator_runtime.tilelang import compiler
+from operator_runtime.tilelang import compiler, registry
 
 ALIGNMENT = 16
+# The row widths a block holds in registers (a row runs in the narrowest that
+# holds it), few so that few kernels compile; the widest is also the chunk
+# longer rows are cut into, narrower chunks (down to the narrowest here)
+# spreading a few rows over every SM.
+ROW_WIDTHS = (32, 128, 512, 2048, 8192, 16384)
+CHUNK_WIDTHS = (16384, 4096, 1024)
+# Elements each thread holds per input tile: softmax_backward holds two tiles.
+ELEMENTS_PER_THREAD = {"softmax_backward": 16}
+DEFAULT_ELEMENTS_PER_THREAD = 32
+# A row block has at least this many threads (blocks of one warp per row were
+# measured slower on the H200: fewer bytes in flight per SM).
+ROW_THREADS = 128
+# Column kernels: a block of COLUMN_THREADS reads COLUMN_BYTES per step, of
+# `width` neighbouring columns (the narrowest of COLUMN_WIDTHS holding them).
+COLUMN_WIDTHS = (16, 64, 256)
+COLUMN_THREADS = 128
+COLUMN_BYTES = 8192
+# softmax's combine reads this many chunks' statistics per block.
+COMBINE_WIDTH = 1024
+COMBINE_THREADS = 128
+# Chunked rows aim at this many blocks per SM (wide chunks measured faster
+# than more, narrower ones), split columns at COLUMN_BLOCKS_PER_SM.
+BLOCKS_PER_SM = 2
+COLUMN_BLOCKS_PER_SM = 8
+# A split of a column reduction walks at least this many rows.
+MIN_SPLIT_ROWS = 64
+# The flat kernel's extent is a 32-bit int.
 FLAT_CHUNK = 2**30
-MAX_ELEMENTS = 2**31 - 1
+# Prepared runs kept for reuse, by op, style, dtype, device, plan and alignment.
+RUN_CACHE_SIZE = 256
 
 
-def is_dense(tensor: torch.Tensor) -> bool:
-    """Whether the elements fill a span of numel elements exactly, in some dim order."""
-    expected = 1
-    for extent, stride in sorted(
-        ((e, s) for e, s in zip(tensor.shape, tensor.stride()) if e != 1), key=lambda pair: pair[1]
-    ):
-        if stride != expected:
-            return False
-        expected *= extent
-    return True
+def _bucket(widths: Sequence[int], extent: int) -> int:
+    """The narrowest of widths holding extent elements, else the widest."""
+    return next((width for width in sorted(widths) if width >= extent), max(widths))
 
 
 def _aligned(tensor: torch.Tensor) -> bool:
     return tensor.data_ptr() % ALIGNMENT == 0
 
 
-def _flat(tensor: torch.Tensor) -> torch.Tensor:
-    """The elements of a dense tensor as a 1-d view in memory order."""
-    return tensor.as_strided((tensor.numel(),), (1,))
+def _vector(dtype: torch.dtype, extent: int) -> int:
+    """Elements per 16-byte vector when rows of `extent` elements keep vectors aligned, else 1."""
+    vec = ALIGNMENT // dtype.itemsize
+    return vec if extent % vec == 0 else 1
 
 
-class ElementwisePlan:
-    """How an elementwise call's operands reach the flat kernel."""
+def row_tile(op: str, width: int, vec: int) -> dict:
+    """The tile shape for rows of `width` elements (one of ROW_WIDTHS)."""
+    per_thread = ELEMENTS_PER_THREAD.get(op, DEFAULT_ELEMENTS_PER_THREAD)
+    threads = max(ROW_THREADS, width // per_thread)
+    return {"block_m": max(1, threads * per_thread // width), "width": width, "vec": vec, "threads": threads}
 
-    family = "elementwise"
 
-    def __init__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]):
-        self.shape = tuple(out.shape)
-        self.numel = out.numel()
-        self.out_dense = is_dense(out)
-        # The memory order every operand is brought to: out's when it is dense.
-        self.strides = out.stride() if self.out_dense else None
-        self.inputs_dense = [
-            self.out_dense and tuple(t.shape) == self.shape and t.stride() == out.stride() for t in inputs
+def chunk_tile(op: str, width: int, vec: int) -> dict:
+    """The tile shape for chunks of `width` elements, one chunk per block."""
+    tile = row_tile(op, width, vec)
+    del tile["block_m"]
+    return tile
+
+
+def column_tile(dtype: str, width: int, vec: int) -> dict:
+    """The tile shape for `width` neighbouring columns (one of COLUMN_WIDTHS) of dtype."""
+    block_m = COLUMN_BYTES // (width * getattr(torch, dtype).itemsize)
+    return {"block_m": block_m, "width": width, "vec": vec, "threads": COLUMN_THREADS}
+
+
+def combine_tile() -> dict:
+    return {"width": COMBINE_WIDTH, "threads": COMBINE_THREADS}
+
+
+def vectors(dtype: str) -> tuple[int, ...]:
+    """The vector widths kernels are compiled for: one element, and 16 bytes."""
+    return (1, ALIGNMENT // getattr(torch, dtype).itemsize)
+
+
+def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
+    """Every (operator, kernel, compile-time arguments) the backend may compile
+    for op in dtype: what `warm` compiles ahead of the calls."""
+    if OPERATORS[op].kind == Kind.ELEMENTWISE:
+        return [(op, "flat", {"dtype": dtype})]
+    registered = registry.kernels(op)
+    recipe = chunk_recipe(registered)
+    found = []
+    for vec in vectors(dtype):
+        extra = {"out_dtype": dtype} if OPERATORS[op].kind == Kind.REDUCTION else {}
+        found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in ROW_WIDTHS]
+        if "columns" in registered:
+            outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
+            found += [(op, "columns", {"dtype": dtype, **out, **column_tile(dtype, w, vec)})
+                      for w in COLUMN_WIDTHS if w >= vec for out in outs]
+            if extra and vec == 1:  # the second level, summing f32 splits
+                found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile("float32", w, 1)})
+                          for w in COLUMN_WIDTHS]
+        for width in CHUNK_WIDTHS if recipe else ():
+            tile = chunk_tile(op, width, vec)
+            if recipe == "chunk_sums":
+                found.append((op, recipe, {"dtype": dtype, "out_dtype": "float32", "block_m": 1, **tile}))
+            else:
+                found += [(op, name, {"dtype": dtype, **tile}) for name in (recipe, "chunk_write")]
+    if recipe == "chunk_stats":
+        found.append((op, "combine_stats", combine_tile()))
+    elif recipe:
+        last = dtype if recipe == "chunk_sums" else "float32"
+        found += [
+            ("reduce_sum", "rows", {"dtype": "float32", "out_dtype": out, **row_tile("reduce_sum", w, 1)})
+            for w in ROW_WIDTHS
+            for out in sorted({"float32", last})
         ]
-
-    def _buffer(self, like: torch.Tensor) -> torch.Tensor:
-        if self.strides is None:
-            return torch.empty(self.shape, dtype=like.dtype, device=like.device)
-        return torch.empty_strided(self.shape, self.strides, dtype=like.dtype, device=like.device)
-
-    def run(self, kernel, out: torch.Tensor, inputs: Sequence[torch.Tensor], scalars: Sequence[float]) -> None:
-        if self.numel == 0:
-            return
-        flat_inputs = []
-        for tensor, dense in zip(inputs, self.inputs_dense):
-            if not (dense and _aligned(tensor)):
-                tensor = self._buffer(tensor).copy_(tensor)
-            flat_inputs.append(_flat(tensor))
-        target = out if self.out_dense and _aligned(out) else self._buffer(out)
-        flat_out = _flat(target)
-        for start in range(0, self.numel, FLAT_CHUNK):
-            part = slice(start, start + FLAT_CHUNK)
-            kernel(*(flat[part] for flat in flat_inputs), flat_out[part], *scalars)
-        if target is not out:
-            out.copy_(target)
+    return found
 
 
-class ReductionPlan:
-    """How a call of the reduction family reaches the (m, n) row kernel: its
-    inputs (one, or two of one shape as softmax_backward's) as matrices, then out."""
-
-    family = "reduction"
-
-    def __init__(self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], axis: float):
-        self.keeps_axis = OPERATORS[op].kind == Kind.NORMALIZATION
-        self.axis = int(axis) % inputs[0].dim()
-        moved = inputs[0].movedim(self.axis, -1)
-        self.moved_shape = tuple(moved.shape)
-        self.row_length = moved.shape[-1]
-        self.rows = math.prod(self.moved_shape[:-1])
-        if self.row_length > MAX_ELEMENTS:
-            raise NotSupportedError(
-                f"{op}: the tilelang kernels take rows of at most 2^31-1 elements; "
-                f"dim {self.axis} has {self.row_length}"
-            )
-        self.rows_per_launch = max(1, MAX_ELEMENTS // max(self.row_length, 1))
-        self.inputs_direct = [tensor.movedim(self.axis, -1).is_contiguous() for tensor in inputs]
-        self.out_direct = self._out_rows(out).is_contiguous()
-
-    def _out_rows(self, out: torch.Tensor) -> torch.Tensor:
-        """out with the rows in the input's order: (..., n) for softmax, (...) for reduce_sum."""
-        if self.keeps_axis:
-            return out.movedim(self.axis, -1)
-        # reduce_sum's out has the axis removed, or kept with extent 1.
-        return out.squeeze(self.axis) if out.dim() == len(self.moved_shape) else out
-
-    def run(self, kernel, out: torch.Tensor, inputs: Sequence[torch.Tensor], scalars: Sequence[float]) -> None:
-        if self.rows == 0:
-            return
-        if self.row_length == 0:
-            if not self.keeps_axis:
-                out.zero_()
-            return
-        matrices = []
-        for tensor, direct in zip(inputs, self.inputs_direct):
-            moved = tensor.movedim(self.axis, -1)
-            matrices.append((moved if direct else moved.contiguous()).view(self.rows, self.row_length))
-        out_rows = self._out_rows(out)
-        target = out_rows if self.out_direct else torch.empty(out_rows.shape, dtype=out.dtype, device=out.device)
-        result = target.view(self.rows, self.row_length) if self.keeps_axis else target.view(self.rows)
-        for start in range(0, self.rows, self.rows_per_launch):
-            part = slice(start, start + self.rows_per_launch)
-            kernel(*(matrix[part] for matrix in matrices), result[part])
-        if target is not out_rows:
-            out_rows.copy_(target)
+def chunk_recipe(registered: Sequence[str]) -> str | None:
+    """How op's rows run in chunks, by the first chunk kernel it registers:
+    "chunk_sums" (partial sums, summed), "chunk_stats" (softmax's statistics,
+    combined, then "chunk_write"), "chunk_dots" (partial dot products, summed,
+    then "chunk_write"); None: whole rows only."""
+    return next((name for name in ("chunk_sums", "chunk_stats", "chunk_dots") if name in registered), None)
 
 
-def family(op: str) -> str:
-    return ElementwisePlan.family if OPERATORS[op].kind == Kind.ELEMENTWISE else ReductionPlan.family
-
-
-def warm(ops: Sequence[str], target: dict | str, workers: int) -> list[compiler.CacheKey]:
-    """Compiles every kernel of ops (both styles, every dtype) for target on
-    `workers` threads, filling this process's cache and TileLang's disk cache,
-    so that later processes load kernels instead of compiling them."""
+def warm(ops: Sequence[str], target: dict | str, workers: int, style: str | None = None) -> list[compiler.CacheKey]:
+    """Compiles every variant of ops' kernels (every dtype; `style`, or both) for
+    target on `workers` threads, filling this process's cache and TileLang's
+    disk cache, so that later calls and processes compile nothing."""
     jobs = [
-        (op, style, dtype, family(op))
+        (kernel_op, name, chosen, consts)
         for op in ops
-        for style in compiler.STYLES
+        for chosen in ([style] if style else compiler.STYLES)
         for dtype in compiler.DTYPE_NAMES.values()
+        for kernel_op, name, consts in variants(op, dtype)
     ]
     with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda job: compiler.KERNELS.get(*job, target), jobs))
+        list(pool.map(lambda job: compiler.KERNELS.get(job[0], job[1], job[2], job[3], target), jobs))
     return compiler.KERNELS.keys()
 
 
-def _layout(tensor: torch.Tensor) -> tuple:
-    return tuple(tensor.shape), tensor.stride()
+@functools.lru_cache(maxsize=None)
+def _device(index: int) -> tuple[dict, int]:
+    """A CUDA device's TileLang target and number of SMs."""
+    device = torch.device("cuda", index)
+    return compiler.cuda_target(device), torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _with_layout(tensor: torch.Tensor, layout: tuple) -> torch.Tensor:
-    """tensor's memory seen with the layout it had at prepare (its metadata may have changed since)."""
-    return tensor.as_strided(*layout, tensor.storage_offset())
+class Kernels:
+    """The compiled kernels of one op, style, dtype and device, by (name, tile)."""
+
+    def __init__(self, op: str, style: str, out: torch.Tensor):
+        self.op = op
+        self.style = style
+        self.dtype = compiler.DTYPE_NAMES[out.dtype]
+        self.target, self.multiprocessors = _device(out.get_device())
+
+    def get(self, name: str, op: str | None = None, **consts):
+        return compiler.KERNELS.get(op or self.op, name, self.style, consts, self.target)
+
+
+# ---- elementwise ---------------------------------------------------------------
+
+
+class FlatRun:
+    """Elementwise: the flat kernel over dense operands; any other operand is
+    gathered into (or, for out, written through) a dense buffer in out's order."""
+
+    def __init__(self, plan: dict, kernels: Kernels, scalars: Sequence[float]):
+        self.numel = plan["numel"]
+        self.shape = plan["shape"]
+        self.out_strides = plan["out_strides"]
+        self.in_strides = plan["in_strides"]
+        self.scalars = tuple(scalars)
+        self.kernel = kernels.get("flat", dtype=kernels.dtype)
+        # The plan's dims follow out's memory order, so an operand is dense in
+        # that order exactly when its strides are the row-major ones of the shape.
+        self.inputs_dense = [self._row_major(strides) for strides in self.in_strides]
+        self.out_dense = self._row_major(self.out_strides)
+
+    def _row_major(self, strides: Sequence[int]) -> bool:
+        expected = 1
+        for extent, stride in reversed(list(zip(self.shape, strides))):
+            if extent != 1 and stride != expected:
+                return False
+            expected *= extent
+        return True
+
+    def _view(self, tensor: torch.Tensor, strides: Sequence[int]) -> torch.Tensor:
+        return tensor.as_strided(self.shape, strides, tensor.storage_offset())
+
+    def _flat(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.as_strided((self.numel,), (1,), tensor.storage_offset())
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        if self.numel == 0:
+            return
+        flat_inputs = [
+            self._flat(t) if dense and _aligned(t)
+            else self._view(t, s).clone(memory_format=torch.contiguous_format).view(-1)
+            for t, s, dense in zip(inputs, self.in_strides, self.inputs_dense)
+        ]
+        direct = self.out_dense and _aligned(out)
+        result = self._flat(out) if direct else torch.empty(self.numel, dtype=out.dtype, device=out.device)
+        if self.numel <= FLAT_CHUNK:
+            self.kernel(*flat_inputs, result, *self.scalars)
+        else:  # the flat kernel's extent is a 32-bit int
+            for start in range(0, self.numel, FLAT_CHUNK):
+                part = slice(start, start + FLAT_CHUNK)
+                self.kernel(*(flat[part] for flat in flat_inputs), result[part], *self.scalars)
+        if not direct:
+            self._view(out, self.out_strides).copy_(result.view(self.shape))
+
+
+# ---- reduction family ------------------------------------------------------------
+
+
+def _chunk_width(op: str, m: int, n: int, vec: int, sms: int) -> int | None:
+    """The chunk width when rows of n elements run in chunks, None when whole.
+
+    Whole rows when they fit the registers and fill the GPU with blocks;
+    otherwise the widest of CHUNK_WIDTHS that gives every SM BLOCKS_PER_SM
+    blocks (or the narrowest)."""
+    if n <= max(ROW_WIDTHS):
+        tile = row_tile(op, _bucket(ROW_WIDTHS, n), vec)
+        if math.ceil(m / tile["block_m"]) >= sms or n < 2 * min(CHUNK_WIDTHS):
+            return None
+    for chunk in CHUNK_WIDTHS:
+        if m * math.ceil(n / chunk) >= BLOCKS_PER_SM * sms:
+            break
+    return chunk if n > chunk else None
+
+
+class SumLevels:
+    """Sums f32 partials (m, chunks) down to (m, 1) with reduce_sum's rows
+    kernel, each level summing up to max(ROW_WIDTHS) partials; the last level
+    writes `last_dtype`."""
+
+    def __init__(self, kernels: Kernels, m: int, chunks: int, last_dtype: str):
+        self.m = m
+        self.levels = []
+        while chunks > 1:
+            width = _bucket(ROW_WIDTHS, chunks)
+            next_chunks = math.ceil(chunks / width)
+            dtype = last_dtype if next_chunks == 1 else "float32"
+            kernel = kernels.get("rows", op="reduce_sum", dtype="float32", out_dtype=dtype,
+                                 **row_tile("reduce_sum", width, 1))
+            self.levels.append((kernel, chunks, next_chunks, getattr(torch, dtype)))
+            chunks = next_chunks
+
+    def __call__(self, partials: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        for kernel, chunks, next_chunks, dtype in self.levels:
+            last = next_chunks == 1 and out is not None
+            result = out if last else torch.empty((self.m, next_chunks), dtype=dtype, device=partials.device)
+            kernel(partials.view(self.m, chunks, 1), result)
+            partials = result
+        return partials
+
+
+class RowsRun:
+    """The reduction family over contiguous (m, n) matrices: whole rows in
+    registers, or chunks combined by a second kernel (module docstring)."""
+
+    def __init__(self, op: str, kernels: Kernels, m: int, n: int, vec: int):
+        self.op, self.m, self.n, self.vec = op, m, n, vec
+        self.nv = n // vec
+        dtype = kernels.dtype
+        self.reduces = OPERATORS[op].kind == Kind.REDUCTION
+        self.recipe = chunk_recipe(registry.kernels(op))
+        self.chunk = _chunk_width(op, m, n, vec, kernels.multiprocessors) if self.recipe else None
+        if self.chunk is None:
+            if n > max(ROW_WIDTHS):
+                raise NotSupportedError(
+                    f"{op}: its TileLang kernels hold rows of at most {max(ROW_WIDTHS)} elements "
+                    f"and it registers no chunk kernels; dim has {n}"
+                )
+            tile = row_tile(op, _bucket(ROW_WIDTHS, n), vec)
+            extra = {"out_dtype": dtype} if self.reduces else {}
+            self.whole = kernels.get("rows", dtype=dtype, **extra, **tile)
+            return
+        self.chunks = math.ceil(n / self.chunk)
+        tile = chunk_tile(op, self.chunk, vec)
+        if self.recipe == "chunk_sums":
+            self.first = kernels.get(self.recipe, dtype=dtype, out_dtype="float32", block_m=1, **tile)
+            self.sums = SumLevels(kernels, m, self.chunks, dtype)
+            return
+        self.first = kernels.get(self.recipe, dtype=dtype, **tile)
+        self.write = kernels.get("chunk_write", dtype=dtype, **tile)
+        if self.recipe == "chunk_stats":
+            self.combine = kernels.get("combine_stats", **combine_tile())
+        else:
+            self.sums = SumLevels(kernels, m, self.chunks, "float32")
+
+    def _rows(self, matrix: torch.Tensor) -> torch.Tensor:
+        return matrix.as_strided((self.m, self.nv, self.vec), (self.n, self.vec, 1), matrix.storage_offset())
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        rows = [self._rows(t) for t in inputs]
+        if self.reduces:
+            out_rows = out.as_strided((self.m, 1), (1, 1), out.storage_offset())
+        else:
+            out_rows = self._rows(out)
+        if self.chunk is None:
+            self.whole(*rows, out_rows)
+            return
+        device = out.device
+        if self.recipe == "chunk_stats":
+            stats = torch.empty((self.m, self.chunks, 2), dtype=torch.float32, device=device)
+            self.first(*rows, stats)
+            while stats.shape[1] > 1:
+                combined = torch.empty((self.m, math.ceil(stats.shape[1] / COMBINE_WIDTH), 2),
+                                       dtype=torch.float32, device=device)
+                self.combine(stats, combined)
+                stats = combined
+            self.write(*rows, stats, out_rows)
+            return
+        partials = torch.empty((self.m, self.chunks), dtype=torch.float32, device=device)
+        self.first(*rows, partials)
+        if self.recipe == "chunk_sums":
+            self.sums(partials, out_rows)
+        else:
+            self.write(*rows, self.sums(partials), out_rows)
+
+
+class ColumnsRun:
+    """The reduction family along the middle dim of contiguous (outer, n, inner)
+    tensors. A reduction spreads few columns of long n over the GPU: its first
+    kernel writes f32 sums of `splits` runs of n, which the same kernel sums."""
+
+    def __init__(self, op: str, kernels: Kernels, outer: int, n: int, inner: int, vec: int):
+        self.op, self.outer, self.n, self.inner, self.vec = op, outer, n, inner, vec
+        tile = column_tile(kernels.dtype, _bucket(COLUMN_WIDTHS, inner), vec)
+        self.reduces = OPERATORS[op].kind == Kind.REDUCTION
+        dtype = kernels.dtype
+        if not self.reduces:
+            self.kernel = kernels.get("columns", dtype=dtype, **tile)
+            return
+        blocks = math.ceil(inner / tile["width"]) * outer
+        self.splits = max(1, min(math.ceil(COLUMN_BLOCKS_PER_SM * kernels.multiprocessors / blocks),
+                                 n // MIN_SPLIT_ROWS))
+        out_dtype = "float32" if self.splits > 1 else dtype
+        self.kernel = kernels.get("columns", dtype=dtype, out_dtype=out_dtype, **tile)
+        if self.splits > 1:
+            self.finish = kernels.get("columns", dtype="float32", out_dtype=dtype,
+                                      **column_tile("float32", tile["width"], 1))
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        iv = self.inner // self.vec
+        shape = (self.outer, self.n, iv, self.vec)
+        strides = (self.n * self.inner, self.inner, self.vec, 1)
+        views = [t.as_strided(shape, strides, t.storage_offset()) for t in inputs]
+        if not self.reduces:
+            self.kernel(*views, out.as_strided(shape, strides, out.storage_offset()))
+            return
+        result = out.as_strided((self.outer, 1, iv, self.vec), (self.inner, self.inner, self.vec, 1),
+                                out.storage_offset())
+        if self.splits == 1:
+            self.kernel(*views, result)
+            return
+        partials = torch.empty((self.outer, self.splits, iv, self.vec), dtype=torch.float32, device=out.device)
+        self.kernel(*views, partials)
+        self.finish(partials.view(self.outer, self.splits, self.inner, 1),
+                    out.as_strided((self.outer, 1, self.inner, 1), (self.inner, self.inner, 1, 1),
+                                   out.storage_offset()))
+
+
+def _row_dims(plan: dict) -> list[tuple[int, tuple[int, ...], int]]:
+    """The plan's row dims of extent > 1 as (extent, input strides, out stride), outermost first."""
+    return [
+        (extent, tuple(strides[d] for strides in plan["in_strides"]), plan["out_strides"][d])
+        for d, extent in enumerate(plan["shape"])
+        if extent > 1
+    ]
+
+
+class Layout:
+    """Which regime a reduction-family plan runs in: "rows" (contiguous (m, n)
+    matrices), "columns" (contiguous (outer, n, inner)) or "gather"."""
+
+    def __init__(self, plan: dict, keeps_axis: bool, has_columns: bool):
+        n = plan["row_length"]
+        dims = _row_dims(plan)
+        axis_strides = set(plan["in_axis_strides"])
+        out_axis = plan["out_axis_stride"]
+        self.outer, self.inner = 1, 1
+        if axis_strides == {1} and (not keeps_axis or out_axis == 1) and (
+            not dims or (len(dims) == 1 and set(dims[0][1]) == {n} and dims[0][2] == (n if keeps_axis else 1))
+        ):
+            self.kind = "rows"
+            return
+        inner = next(iter(axis_strides)) if len(axis_strides) == 1 else 0
+        if has_columns and inner > 1 and dims and dims[-1][0] == inner:
+            inner_ok = set(dims[-1][1]) == {1} and dims[-1][2] == 1
+            outer_dims = dims[:-1]
+            outer_ok = not outer_dims or (
+                len(outer_dims) == 1
+                and set(outer_dims[0][1]) == {n * inner}
+                and outer_dims[0][2] == (n * inner if keeps_axis else inner)
+            )
+            if inner_ok and outer_ok and out_axis == (inner if keeps_axis else 0):
+                self.kind = "columns"
+                self.inner = inner
+                self.outer = outer_dims[0][0] if outer_dims else 1
+                return
+        self.kind = "gather"
+
+
+class GatherRun:
+    """Any other layout: inputs gathered into contiguous (m, n) matrices in the
+    plan's row order, out written through one, around a RowsRun."""
+
+    def __init__(self, plan: dict, keeps_axis: bool, rows_run: Callable):
+        n = plan["row_length"]
+        self.shape = tuple(plan["shape"]) + (n,)
+        self.in_strides = [tuple(s) + (a,) for s, a in zip(plan["in_strides"], plan["in_axis_strides"])]
+        self.out_shape = self.shape if keeps_axis else tuple(plan["shape"])
+        self.out_strides = tuple(plan["out_strides"]) + ((plan["out_axis_stride"],) if keeps_axis else ())
+        self.rows_run = rows_run
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        matrices = [
+            t.as_strided(self.shape, s, t.storage_offset()).clone(memory_format=torch.contiguous_format)
+            for t, s in zip(inputs, self.in_strides)
+        ]
+        result = torch.empty(self.out_shape, dtype=out.dtype, device=out.device)
+        self.rows_run(result, matrices)
+        out.as_strided(self.out_shape, self.out_strides, out.storage_offset()).copy_(result)
+
+
+class ReductionRun:
+    """A reduction-family call: its layout's run, with the 16-byte-vector kernels
+    while every operand is aligned and the one-element ones otherwise."""
+
+    def __init__(self, op: str, plan: dict, kernels: Kernels, dtype: torch.dtype, aligned: bool):
+        self.op = op
+        self.keeps_axis = OPERATORS[op].kind == Kind.NORMALIZATION
+        self.m, self.n = plan["rows"], plan["row_length"]
+        self.layout = Layout(plan, self.keeps_axis, "columns" in registry.kernels(op))
+        self.plan = plan
+        self.kernels = kernels
+        self.runs: dict[int, Callable] = {}
+        self.vec = _vector(dtype, self.inner_extent()) if aligned else 1
+        self.run_for(self.vec)
+
+    def inner_extent(self) -> int:
+        return self.layout.inner if self.layout.kind == "columns" else self.n
+
+    def run_for(self, vec: int) -> Callable:
+        run = self.runs.get(vec)
+        if run is None:
+            if self.layout.kind == "columns":
+                run = ColumnsRun(self.op, self.kernels, self.layout.outer, self.n, self.layout.inner, vec)
+            else:
+                run = RowsRun(self.op, self.kernels, self.m, self.n, vec)
+                if self.layout.kind == "gather":
+                    run = GatherRun(self.plan, self.keeps_axis, run)
+            self.runs[vec] = run
+        return run
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        if self.m == 0:
+            return
+        if self.n == 0:
+            if not self.keeps_axis:
+                out.zero_()
+            return
+        vec = self.vec
+        if vec > 1 and not (_aligned(out) and all(_aligned(t) for t in inputs)):
+            vec = 1
+        self.run_for(vec)(out, inputs)
 
 
 class TileLangKernel:
-    """A prepared call: its plan, the layouts it was made for and its compiled
-    kernel, all fixed at prepare; runs only rebind memory."""
+    """A prepared call: its run, chosen and compiled at prepare; runs only view and launch."""
 
-    def __init__(self, plan, compiled, scalars: Sequence[float], out: torch.Tensor, inputs: Sequence[torch.Tensor]):
-        self._plan = plan
-        self._compiled = compiled
-        self._scalars = tuple(scalars)
-        self._out_layout = _layout(out)
-        self._input_layouts = [_layout(tensor) for tensor in inputs]
+    def __init__(self, run: Callable):
+        self._run = run
 
     def run(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], stream: int) -> None:
         # TileLang launches on torch's current stream, which is `stream`.
-        self._plan.run(
-            self._compiled,
-            _with_layout(out, self._out_layout),
-            [_with_layout(tensor, layout) for tensor, layout in zip(inputs, self._input_layouts)],
-            self._scalars,
-        )
+        self._run(out, inputs)
 
     def destroy(self) -> None:
-        self._compiled = None
+        self._run = None
 
 
 class TileLangBackend:
-    """backend="tilelang": the kernels of ops/<op>/tilelang/ on CUDA devices."""
+    """backend="tilelang": the kernels registered by ops/<op>/tilelang/ on CUDA devices."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple, Callable] = {}
 
     def unavailable_reason(self) -> str | None:
         if not torch.cuda.is_available():
@@ -224,13 +548,22 @@ class TileLangBackend:
     def runs_on(self, device: torch.device) -> bool:
         return device.type == "cuda"
 
-    def prepare(self, op: str, out: torch.Tensor, inputs: Sequence[torch.Tensor], params: Sequence[float]):
-        if OPERATORS[op].kind == Kind.ELEMENTWISE:
-            plan, scalars = ElementwisePlan(out, inputs), params
-        else:
-            plan, scalars = ReductionPlan(op, out, inputs, params[0]), ()
-        compiled = compiler.KERNELS.get(
-            op, compiler.get_style(), compiler.DTYPE_NAMES[out.dtype], family(op),
-            compiler.cuda_target(out.device),
-        )
-        return TileLangKernel(plan, compiled, scalars, out, inputs)
+    def prepare(self, op: str, plan: dict, out: torch.Tensor, inputs: Sequence[torch.Tensor],
+                params: Sequence[float]) -> TileLangKernel:
+        # Runs depend on the plan, not on the tensors: one run serves every call
+        # of the same plan (an op_() call prepares anew each time).
+        style = compiler.get_style()
+        elementwise = OPERATORS[op].kind == Kind.ELEMENTWISE
+        aligned = all(_aligned(t) for t in (out, *inputs))
+        key = (op, style, out.dtype, out.get_device(), tuple(sorted(plan.items())), tuple(params), aligned)
+        run = self._runs.get(key)
+        if run is None:
+            kernels = Kernels(op, style, out)
+            if elementwise:
+                run = FlatRun(plan, kernels, params)
+            else:
+                run = ReductionRun(op, plan, kernels, out.dtype, aligned)
+            if len(self._runs) >= RUN_CACHE_SIZE:
+                self._runs.pop(next(iter(self._runs)))
+            self._runs[key] = run
+        return TileLangKernel(run)

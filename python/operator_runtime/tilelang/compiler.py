@@ -1,10 +1,10 @@
-"""Compiling the kernels of ops/<op>/tilelang/ once per process and key.
+"""Compiling the registered TileLang kernels once per process and key.
 
 TileLang is imported here on first use (about 4 s), never at `import
 operator_runtime`. A compiled kernel is kept in memory under
-(op, style, dtype, family, arch); below that, TileLang's own disk cache
-(one directory, `cache_dir()`) keeps the cubins and host wrappers across
-processes, so a second process compiles nothing.
+(op, kernel, style, compile-time arguments, arch); below that, TileLang's own
+disk cache (one directory, `cache_dir()`) keeps the cubins and host wrappers
+across processes, so a second process compiles nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from operator_runtime.errors import InvalidArgumentError, NotSupportedError
+from operator_runtime.errors import NotSupportedError
+from operator_runtime.tilelang.registry import STYLES, check_style, definition
 
-STYLES = ("eager", "lazy")
 STYLE_ENV = "OPRT_TILELANG_STYLE"
 CACHE_DIR_ENV = "OPRT_TILELANG_CACHE_DIR"
 # An nvcc to compile with: CUDA_HOME becomes its toolkit before TileLang is imported.
@@ -34,21 +34,15 @@ _style: str | None = None
 _cache_dir: str | None = None
 
 
-def _check_style(style: str) -> str:
-    if style not in STYLES:
-        raise InvalidArgumentError(f"unknown tilelang style {style!r}; expected one of {', '.join(STYLES)}")
-    return style
-
-
 def set_style(style: str | None) -> None:
     """Kernels prepared from now on use the eager kernels ("eager") or the lazy
     factories ("lazy"); None goes back to $OPRT_TILELANG_STYLE, else "lazy"."""
     global _style
-    _style = None if style is None else _check_style(style)
+    _style = None if style is None else check_style(style)
 
 
 def get_style() -> str:
-    return _style or _check_style(os.environ.get(STYLE_ENV) or DEFAULT_STYLE)
+    return _style or check_style(os.environ.get(STYLE_ENV) or DEFAULT_STYLE)
 
 
 def set_cache_dir(path: str | None) -> None:
@@ -98,30 +92,35 @@ def target_arch(target: dict | str) -> str:
     return target if isinstance(target, str) else target["arch"]
 
 
-def kernel_definition(op: str, style: str):
-    """`<op>_eager` or `<op>_lazy` of ops/<op>/tilelang/<op>.py."""
-    return getattr(importlib.import_module(f"ops.{op}.tilelang.{op}"), f"{op}_{_check_style(style)}")
-
-
-def compile_kernel(op: str, style: str, dtype: str, target: dict | str):
-    """Lowers and compiles op's kernel of `style` for `dtype` to `target`
-    ({"kind": "cuda", "arch": "sm_90"}, or "c" for the CPU)."""
+def compile_kernel(op: str, kernel: str, style: str, consts: dict, target: dict | str):
+    """Lowers and compiles op's `kernel` of `style` with compile-time arguments
+    `consts` (dtype, tile shape) to `target` ({"kind": "cuda", "arch": "sm_90"},
+    or "c" for the CPU)."""
     tilelang = import_tilelang()
     os.environ["TILELANG_CACHE_DIR"] = cache_dir()
     # Tracing a definition mutates its JIT object's caches: one at a time (milliseconds);
     # lowering and nvcc, the seconds, run concurrently as in TileLang's own par_compile.
     with _trace_lock:
-        prim_func = kernel_definition(op, style).get_tir(dtype=dtype)
+        prim_func = definition(op, kernel, style).get_tir(**consts)
     # TileLang's C code generator cannot emit vector casts (f16 -> f32 x 4).
     pass_configs = {"tirx.disable_vectorize": True} if target == "c" else None
     return tilelang.compile(prim_func, target=target, pass_configs=pass_configs)
 
 
+def launcher(compiled: Any) -> Any:
+    """What the backend calls to launch a compiled kernel: its TVM-FFI function
+    itself, which checks its arguments and launches on torch's current stream.
+    TileLang's Python wrapper around it (the kernel object's __call__) re-derives
+    outputs and devices on every call, several microseconds of host time."""
+    executable = getattr(compiled.adapter, "_get_executable", None)
+    return executable() if executable is not None else compiled
+
+
 class CacheKey(NamedTuple):
     op: str
+    kernel: str
     style: str
-    dtype: str
-    family: str
+    consts: tuple
     arch: str
 
 
@@ -134,16 +133,16 @@ class KernelCache:
         self._key_locks: dict[CacheKey, threading.Lock] = {}
         self._lock = threading.Lock()
 
-    def get(self, op: str, style: str, dtype: str, family: str, target: dict | str):
-        key = CacheKey(op, style, dtype, family, target_arch(target))
-        kernel = self._kernels.get(key)
-        if kernel is not None:
-            return kernel
+    def get(self, op: str, kernel: str, style: str, consts: dict, target: dict | str):
+        key = CacheKey(op, kernel, style, tuple(sorted(consts.items())), target_arch(target))
+        compiled = self._kernels.get(key)
+        if compiled is not None:
+            return compiled
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
             if key not in self._kernels:
-                self._kernels[key] = compile_kernel(op, style, dtype, target)
+                self._kernels[key] = launcher(compile_kernel(op, kernel, style, consts, target))
         return self._kernels[key]
 
     def keys(self) -> list[CacheKey]:

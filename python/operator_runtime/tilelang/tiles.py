@@ -1,18 +1,25 @@
 """TileLang building blocks shared by the kernels in ops/<op>/tilelang/.
 
-Imported only by those kernel modules, which the tilelang backend imports when
-it first compiles a kernel, so `import operator_runtime` never imports TileLang.
-Each kernel module defines its operator once as a `T.macro` over these blocks
-and wraps it twice: `<op>_eager`, an eager kernel (`@tilelang.jit` whose body
-is the kernel, its tensors typed inside), and `<op>_lazy`, a lazy factory
-(`@tilelang.jit` returning a `T.prim_func`). Extents are `T.dynamic`, so one compiled kernel serves every
-size; only the dtype is fixed at compile time.
+Imported only by those kernel modules, so `import operator_runtime` never
+imports TileLang. Each kernel module defines its kernels once as `T.macro`s
+over these blocks and wraps each twice: `<kernel>_eager`, an eager kernel
+(`@tilelang.jit` whose body is the kernel, its tensors typed inside), and
+`<kernel>_lazy`, a lazy factory (`@tilelang.jit` returning a `T.prim_func`).
+Extents are `T.dynamic`, so one compiled kernel serves every size; the dtype
+and the tile shape (a `Tile`, below) are fixed at compile time. Indexing is
+64-bit (TileLang widens it), so no extent limits the number of elements.
 
-Layouts the kernels assume (the host side in backend.py brings operands there):
-elementwise kernels see flat, contiguous, 16-byte-aligned vectors of n < 2^31
-elements; row kernels see a contiguous (m, n) matrix whose rows are the
-reduced axis, with m * n < 2^31.
+Layouts the kernels see (backend.py brings operands there from the C
+runtime's plan):
+- elementwise: flat, contiguous, 16-byte-aligned vectors;
+- rows: a contiguous (m, n) matrix whose rows are the reduced axis, seen as
+  (m, n / vec, vec) so that every row starts on a vector boundary and TileLang
+  emits 16-byte loads and stores (vec = 1 for rows of any other length);
+- columns: a contiguous (outer, n, inner) tensor reduced along n, seen as
+  (outer, n, inner / vec, vec).
 """
+
+from typing import NamedTuple
 
 import tilelang.language as T
 
@@ -21,11 +28,19 @@ import tilelang.language as T
 BLOCK = 1024
 THREADS = 128
 
-# Rows: a block of ROW_THREADS threads owns BLOCK_M rows and walks them in
-# tiles of BLOCK_N columns, accumulating in f32.
-BLOCK_M = 4
-BLOCK_N = 256
-ROW_THREADS = 128
+MINUS_INF = -T.infinity("float32")
+LOG2_E = T.float32(1.4426950408889634)
+
+
+class Tile(NamedTuple):
+    """A row kernel's compile-time shape: a block of `threads` threads holds
+    `block_m` rows (or chunks of rows) of `width` elements in registers, read
+    in vectors of `vec` elements."""
+
+    block_m: int
+    width: int
+    vec: int
+    threads: int
 
 
 @T.macro
@@ -47,18 +62,52 @@ def elementwise_kernel(n, element, *operands):
 
 
 @T.macro
-def row_kernel(m, rows, *operands):
-    """The launch of a row kernel: rows(first_row, *operands) per block of BLOCK_M rows."""
-    with T.Kernel(T.ceildiv(m, BLOCK_M), threads=ROW_THREADS) as bx:
-        rows(bx * BLOCK_M, *operands)
+def load_rows(x, tile, row, first_vector, m, nv, vec, fill):
+    """tile[i, j] = element j of rows row + i of x (m, nv, vec) from vector
+    first_vector on, as f32, or `fill` past the matrix."""
+    block_m, width = tile.shape
+    for i, j in T.Parallel(block_m, width):
+        tile[i, j] = T.if_then_else(
+            row + i < m and first_vector + j // vec < nv,
+            T.Cast("float32", x[row + i, first_vector + j // vec, j % vec]),
+            fill,
+        )
 
 
 @T.macro
-def load_tile(x, tile, m, n, row, column, fill):
-    """tile[i, j] = x[row + i, column + j] as f32, or `fill` outside the matrix."""
-    for i, j in T.Parallel(BLOCK_M, BLOCK_N):
-        tile[i, j] = T.if_then_else(
-            row + i < m and column + j < n,
-            T.Cast("float32", x[row + i, column + j]),
+def store_rows(tile, out, row, first_vector, m, nv, vec):
+    """The inverse of load_rows, for the elements inside the matrix."""
+    block_m, width = tile.shape
+    for i, j in T.Parallel(block_m, width):
+        if row + i < m and first_vector + j // vec < nv:
+            out[row + i, first_vector + j // vec, j % vec] = T.Cast(out.dtype, tile[i, j])
+
+
+@T.macro
+def load_columns(x, tile, outer, first_row, first_column, n, iv, vec, fill):
+    """tile[k, j] = x[outer, first_row + k, column first_column + j] as f32
+    (x is (outer, n, iv, vec), columns count elements), or `fill` past it."""
+    block_k, width = tile.shape
+    for k, j in T.Parallel(block_k, width):
+        tile[k, j] = T.if_then_else(
+            first_row + k < n and (first_column + j) // vec < iv,
+            T.Cast("float32", x[outer, first_row + k, (first_column + j) // vec, j % vec]),
             fill,
         )
+
+
+@T.macro
+def store_columns(tile, out, outer, first_row, first_column, n, iv, vec):
+    """The inverse of load_columns, for the elements inside the tensor."""
+    block_k, width = tile.shape
+    for k, j in T.Parallel(block_k, width):
+        if first_row + k < n and (first_column + j) // vec < iv:
+            out[outer, first_row + k, (first_column + j) // vec, j % vec] = T.Cast(out.dtype, tile[k, j])
+
+
+@T.macro
+def weight(x, maximum):
+    """exp(x - maximum), and 0 for x = -inf whatever the maximum (so a masked
+    entry never makes a row NaN while its maximum is still -inf). As 2^((x -
+    maximum) * log2(e)): exp2f is a few instructions where expf is many."""
+    return T.if_then_else(x == MINUS_INF, T.float32(0), T.exp2((x - maximum) * LOG2_E))
