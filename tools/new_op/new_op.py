@@ -252,7 +252,7 @@ def reduction_family_values(request: Request) -> dict[str, str]:
             "out[row, j // vec, j % vec] for rows row < m, elements j < nv * vec"
             if keeps_axis else "out[row, 0] for the rows row < m"
         ),
-        "tilelang_rows_params": ", ".join([*inputs, "out", "m", "nv", "block_m", "width", "vec", "threads"]),
+        "tilelang_rows_params": ", ".join([*inputs, "out", "m", "nv", "block_m", "width", "vec", "threads", "batch"]),
         "tilelang_operands": ", ".join([*inputs, "out"]),
         "tilelang_eager_declarations": "\n".join(
             f"    {name}: T.Tensor[[m, nv, vec], dtype]" for name in inputs

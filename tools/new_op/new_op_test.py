@@ -251,14 +251,14 @@ def test_two_input_normalization_is_shaped_like_softmax_backward():
     assert "axis_cases(keeps_axis=True, num_inputs=2)" in cases
     assert "(shape,) * 2, dtype, {\"dim\": dim})" in cases
     tilelang = files[folder / "tilelang/softmax_backward.py"]
-    assert "def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads):" in tilelang
-    assert 'def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):' in tilelang
+    assert "def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch):" in tilelang
+    assert 'def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):' in tilelang
     assert "    y: T.Tensor[[m, nv, vec], dtype]\n    out: T.Tensor[[m, nv, vec], dtype]\n" in tilelang
     assert (
         "def rows_lazy(dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), "
         "out: T.Tensor((m, nv, vec), dtype)):"
     ) in tilelang
-    assert tilelang.count("softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)\n") == 2
+    assert tilelang.count("softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)\n") == 2
     assert 'register("softmax_backward", "rows", eager=rows_eager, lazy=rows_lazy)' in tilelang
 
 

@@ -28,39 +28,41 @@ from operator_runtime.tilelang.tiles import load_columns, load_rows
 
 
 @T.macro
-def sum_rows(input, out, m, nv, block_m, width, vec, threads):
+def sum_rows(input, out, m, nv, block_m, width, vec, threads, batch):
     chunks = out.shape[1]
     with T.Kernel(chunks, T.ceildiv(m, block_m), threads=threads) as (c, b):
         tile = T.alloc_fragment((block_m, width), "float32")
         total = T.alloc_fragment((block_m,), "float32")
         load_rows(input, tile, b * block_m, c * (width // vec), m, nv, vec, T.float32(0))
-        T.reduce_sum(tile, total, dim=1)
+        T.reduce_sum(tile, total, dim=1, batch=batch)
         for i in T.Parallel(block_m):
             if b * block_m + i < m:
                 out[b * block_m + i, c] = T.Cast(out.dtype, total[i])
 
 
 @tilelang.jit
-def rows_eager(input, out, dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_eager(
+    input, out, dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1,
+):
     m, nv, chunks = T.dynamic("m, nv, chunks")
     input: T.Tensor[[m, nv, vec], dtype]
     out: T.Tensor[[m, chunks], out_dtype]
-    sum_rows(input, out, m, nv, block_m, width, vec, threads)
+    sum_rows(input, out, m, nv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_lazy(dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
     m, nv, chunks = T.dynamic("m, nv, chunks")
 
     @T.prim_func
     def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, chunks), out_dtype)):
-        sum_rows(input, out, m, nv, block_m, width, vec, threads)
+        sum_rows(input, out, m, nv, block_m, width, vec, threads, batch)
 
     return rows_lazy
 
 
 @T.macro
-def sum_columns(input, out, outer, n, iv, block_m, width, vec, threads):
+def sum_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch):
     splits = out.shape[1]
     with T.Kernel(T.ceildiv(iv * vec, width), outer, splits, threads=threads) as (c, o, s):
         per_split = T.ceildiv(n, splits)
@@ -73,29 +75,31 @@ def sum_columns(input, out, outer, n, iv, block_m, width, vec, threads):
             load_columns(input, tile, o, first, c * width, T.min(n, (s + 1) * per_split), iv, vec, T.float32(0))
             for i, j in T.Parallel(block_m, width):
                 lanes[i, j] += tile[i, j]
-        T.reduce_sum(lanes, total, dim=0)
+        T.reduce_sum(lanes, total, dim=0, batch=batch)
         for j in T.Parallel(width):
             if (c * width + j) // vec < iv:
                 out[o, s, (c * width + j) // vec, j % vec] = T.Cast(out.dtype, total[j])
 
 
 @tilelang.jit
-def columns_eager(input, out, dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_eager(
+    input, out, dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1,
+):
     outer, n, iv, splits = T.dynamic("outer, n, iv, splits")
     input: T.Tensor[[outer, n, iv, vec], dtype]
     out: T.Tensor[[outer, splits, iv, vec], out_dtype]
-    sum_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+    sum_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def columns_lazy(dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_lazy(dtype="float32", out_dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1):
     outer, n, iv, splits = T.dynamic("outer, n, iv, splits")
 
     @T.prim_func
     def columns_lazy(
         input: T.Tensor((outer, n, iv, vec), dtype), out: T.Tensor((outer, splits, iv, vec), out_dtype)
     ):
-        sum_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+        sum_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch)
 
     return columns_lazy
 

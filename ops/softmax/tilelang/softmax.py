@@ -40,16 +40,16 @@ from operator_runtime.tilelang.tiles import (
 
 
 @T.macro
-def softmax_rows(input, out, m, nv, block_m, width, vec, threads):
+def softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch):
     with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
         tile = T.alloc_fragment((block_m, width), "float32")
         row_max = T.alloc_fragment((block_m,), "float32")
         row_sum = T.alloc_fragment((block_m,), "float32")
         load_rows(input, tile, b * block_m, 0, m, nv, vec, MINUS_INF)
-        T.reduce_max(tile, row_max, dim=1, clear=True)
+        T.reduce_max(tile, row_max, dim=1, clear=True, batch=batch)
         for i, j in T.Parallel(block_m, width):
             tile[i, j] = weight(tile[i, j], row_max[i])
-        T.reduce_sum(tile, row_sum, dim=1)
+        T.reduce_sum(tile, row_sum, dim=1, batch=batch)
         for i in T.Parallel(block_m):
             row_sum[i] = 1 / row_sum[i]  # one division per row, a multiplication per element
         for i, j in T.Parallel(block_m, width):
@@ -58,20 +58,20 @@ def softmax_rows(input, out, m, nv, block_m, width, vec, threads):
 
 
 @tilelang.jit
-def rows_eager(input, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_eager(input, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
     m, nv = T.dynamic("m, nv")
     input: T.Tensor[[m, nv, vec], dtype]
     out: T.Tensor[[m, nv, vec], dtype]
-    softmax_rows(input, out, m, nv, block_m, width, vec, threads)
+    softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
     m, nv = T.dynamic("m, nv")
 
     @T.prim_func
     def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)):
-        softmax_rows(input, out, m, nv, block_m, width, vec, threads)
+        softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch)
 
     return rows_lazy
 
@@ -191,7 +191,7 @@ def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
 
 
 @T.macro
-def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads):
+def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch):
     with T.Kernel(T.ceildiv(iv * vec, width), outer, threads=threads) as (c, o):
         tile = T.alloc_fragment((block_m, width), "float32")
         lane_max = T.alloc_fragment((block_m, width), "float32")
@@ -206,10 +206,10 @@ def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads):
                 grown = T.max(lane_max[i, j], tile[i, j])
                 lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], grown) + weight(tile[i, j], grown)
                 lane_max[i, j] = grown
-        T.reduce_max(lane_max, column_max, dim=0, clear=True)
+        T.reduce_max(lane_max, column_max, dim=0, clear=True, batch=batch)
         for i, j in T.Parallel(block_m, width):
             lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], column_max[j])
-        T.reduce_sum(lane_sum, column_sum, dim=0)
+        T.reduce_sum(lane_sum, column_sum, dim=0, batch=batch)
         for j in T.Parallel(width):
             column_sum[j] = 1 / column_sum[j]
         for k in T.serial(T.ceildiv(n, block_m)):
@@ -220,20 +220,20 @@ def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads):
 
 
 @tilelang.jit
-def columns_eager(input, out, dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_eager(input, out, dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1):
     outer, n, iv = T.dynamic("outer, n, iv")
     input: T.Tensor[[outer, n, iv, vec], dtype]
     out: T.Tensor[[outer, n, iv, vec], dtype]
-    softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+    softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1):
     outer, n, iv = T.dynamic("outer, n, iv")
 
     @T.prim_func
     def columns_lazy(input: T.Tensor((outer, n, iv, vec), dtype), out: T.Tensor((outer, n, iv, vec), dtype)):
-        softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads)
+        softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch)
 
     return columns_lazy
 

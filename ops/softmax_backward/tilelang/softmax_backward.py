@@ -31,7 +31,7 @@ ZERO = T.float32(0)
 
 
 @T.macro
-def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads):
+def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch):
     with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
         dy_tile = T.alloc_fragment((block_m, width), "float32")
         y_tile = T.alloc_fragment((block_m, width), "float32")
@@ -41,30 +41,30 @@ def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads):
         load_rows(y, y_tile, b * block_m, 0, m, nv, vec, ZERO)
         for i, j in T.Parallel(block_m, width):
             products[i, j] = dy_tile[i, j] * y_tile[i, j]
-        T.reduce_sum(products, dot, dim=1)
+        T.reduce_sum(products, dot, dim=1, batch=batch)
         for i, j in T.Parallel(block_m, width):
             dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[i])
         store_rows(dy_tile, out, b * block_m, 0, m, nv, vec)
 
 
 @tilelang.jit
-def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
     m, nv = T.dynamic("m, nv")
     dy: T.Tensor[[m, nv, vec], dtype]
     y: T.Tensor[[m, nv, vec], dtype]
     out: T.Tensor[[m, nv, vec], dtype]
-    softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)
+    softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128):
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
     m, nv = T.dynamic("m, nv")
 
     @T.prim_func
     def rows_lazy(
         dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)
     ):
-        softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads)
+        softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)
 
     return rows_lazy
 
@@ -145,7 +145,7 @@ def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
 
 
 @T.macro
-def softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads):
+def softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads, batch):
     with T.Kernel(T.ceildiv(iv * vec, width), outer, threads=threads) as (c, o):
         dy_tile = T.alloc_fragment((block_m, width), "float32")
         y_tile = T.alloc_fragment((block_m, width), "float32")
@@ -157,7 +157,7 @@ def softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, thre
             load_columns(y, y_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
             for i, j in T.Parallel(block_m, width):
                 lanes[i, j] += dy_tile[i, j] * y_tile[i, j]
-        T.reduce_sum(lanes, dot, dim=0)
+        T.reduce_sum(lanes, dot, dim=0, batch=batch)
         for k in T.serial(T.ceildiv(n, block_m)):
             load_columns(dy, dy_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
             load_columns(y, y_tile, o, k * block_m, c * width, n, iv, vec, ZERO)
@@ -167,16 +167,16 @@ def softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, thre
 
 
 @tilelang.jit
-def columns_eager(dy, y, out, dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_eager(dy, y, out, dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1):
     outer, n, iv = T.dynamic("outer, n, iv")
     dy: T.Tensor[[outer, n, iv, vec], dtype]
     y: T.Tensor[[outer, n, iv, vec], dtype]
     out: T.Tensor[[outer, n, iv, vec], dtype]
-    softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads)
+    softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads, batch)
 
 
 @tilelang.jit
-def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128):
+def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128, batch=1):
     outer, n, iv = T.dynamic("outer, n, iv")
 
     @T.prim_func
@@ -185,7 +185,7 @@ def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128):
         y: T.Tensor((outer, n, iv, vec), dtype),
         out: T.Tensor((outer, n, iv, vec), dtype),
     ):
-        softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads)
+        softmax_backward_columns(dy, y, out, outer, n, iv, block_m, width, vec, threads, batch)
 
     return columns_lazy
 

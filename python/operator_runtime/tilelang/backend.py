@@ -56,11 +56,12 @@ DEFAULT_ELEMENTS_PER_THREAD = 32
 # A row block has at least this many threads (blocks of one warp per row were
 # measured slower on the H200: fewer bytes in flight per SM).
 ROW_THREADS = 128
-# Column kernels: a block of COLUMN_THREADS reads COLUMN_BYTES per step, of
+# Column kernels: a block of COLUMN_THREADS reads COLUMN_ELEMENTS per step, of
 # `width` neighbouring columns (the narrowest of COLUMN_WIDTHS holding them).
+# (8 KiB steps for 16-bit dtypes too were measured slower on the H200.)
 COLUMN_WIDTHS = (16, 64, 256)
 COLUMN_THREADS = 128
-COLUMN_BYTES = 8192
+COLUMN_ELEMENTS = 2048
 # softmax's combine reads this many chunks' statistics per block.
 COMBINE_WIDTH = 1024
 COMBINE_THREADS = 128
@@ -92,23 +93,31 @@ def _vector(dtype: torch.dtype, extent: int) -> int:
 
 
 def row_tile(op: str, width: int, vec: int) -> dict:
-    """The tile shape for rows of `width` elements (one of ROW_WIDTHS)."""
+    """The tile shape for rows of `width` elements (one of ROW_WIDTHS).
+
+    `batch`: a thread's rows (TileLang gives a row's vectors to consecutive
+    threads), all reduced by one batched all-reduce, so a block synchronises
+    once rather than once per row."""
     per_thread = ELEMENTS_PER_THREAD.get(op, DEFAULT_ELEMENTS_PER_THREAD)
     threads = max(ROW_THREADS, width // per_thread)
-    return {"block_m": max(1, threads * per_thread // width), "width": width, "vec": vec, "threads": threads}
+    block_m = max(1, threads * per_thread // width)
+    rows_per_thread = block_m if width // vec >= threads else block_m * width // (vec * threads)
+    return {"block_m": block_m, "width": width, "vec": vec, "threads": threads, "batch": rows_per_thread}
 
 
 def chunk_tile(op: str, width: int, vec: int) -> dict:
     """The tile shape for chunks of `width` elements, one chunk per block."""
     tile = row_tile(op, width, vec)
-    del tile["block_m"]
+    del tile["block_m"], tile["batch"]
     return tile
 
 
-def column_tile(dtype: str, width: int, vec: int) -> dict:
-    """The tile shape for `width` neighbouring columns (one of COLUMN_WIDTHS) of dtype."""
-    block_m = COLUMN_BYTES // (width * getattr(torch, dtype).itemsize)
-    return {"block_m": block_m, "width": width, "vec": vec, "threads": COLUMN_THREADS}
+def column_tile(width: int, vec: int) -> dict:
+    """The tile shape for `width` neighbouring columns (one of COLUMN_WIDTHS);
+    `batch`: the columns each thread holds, reduced by one batched all-reduce."""
+    block_m = COLUMN_ELEMENTS // width
+    columns_per_thread = vec * max(1, width // vec // COLUMN_THREADS)
+    return {"block_m": block_m, "width": width, "vec": vec, "threads": COLUMN_THREADS, "batch": columns_per_thread}
 
 
 def combine_tile() -> dict:
@@ -133,10 +142,10 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
         found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in ROW_WIDTHS]
         if "columns" in registered:
             outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
-            found += [(op, "columns", {"dtype": dtype, **out, **column_tile(dtype, w, vec)})
+            found += [(op, "columns", {"dtype": dtype, **out, **column_tile(w, vec)})
                       for w in COLUMN_WIDTHS if w >= vec for out in outs]
             if extra and vec == 1:  # the second level, summing f32 splits
-                found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile("float32", w, 1)})
+                found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(w, 1)})
                           for w in COLUMN_WIDTHS]
         for width in CHUNK_WIDTHS if recipe else ():
             tile = chunk_tile(op, width, vec)
@@ -370,7 +379,7 @@ class ColumnsRun:
 
     def __init__(self, op: str, kernels: Kernels, outer: int, n: int, inner: int, vec: int):
         self.op, self.outer, self.n, self.inner, self.vec = op, outer, n, inner, vec
-        tile = column_tile(kernels.dtype, _bucket(COLUMN_WIDTHS, inner), vec)
+        tile = column_tile(_bucket(COLUMN_WIDTHS, inner), vec)
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
         dtype = kernels.dtype
         if not self.reduces:
@@ -383,7 +392,7 @@ class ColumnsRun:
         self.kernel = kernels.get("columns", dtype=dtype, out_dtype=out_dtype, **tile)
         if self.splits > 1:
             self.finish = kernels.get("columns", dtype="float32", out_dtype=dtype,
-                                      **column_tile("float32", tile["width"], 1))
+                                      **column_tile(tile["width"], 1))
 
     def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
         iv = self.inner // self.vec

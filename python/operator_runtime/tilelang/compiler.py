@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
+import re
 import threading
 from typing import Any, NamedTuple
 
@@ -98,13 +99,29 @@ def compile_kernel(op: str, kernel: str, style: str, consts: dict, target: dict 
     or "c" for the CPU)."""
     tilelang = import_tilelang()
     os.environ["TILELANG_CACHE_DIR"] = cache_dir()
+    # TileLang's C code generator cannot emit vector casts (f16 -> f32 x 4).
+    pass_configs = {"tirx.disable_vectorize": True} if target == "c" else None
+    try:
+        return tilelang.compile(_trace(op, kernel, style, consts), target=target, pass_configs=pass_configs)
+    except Exception as error:  # TVM raises its own error types from lowering
+        # `batch` (reductions sharing one barrier pair) must divide the outputs
+        # each thread holds, which TileLang's layout inference decides: the
+        # backend's estimate is corrected once by the count lowering reports.
+        found = _PER_THREAD_OUTPUTS.search(str(error))
+        if "batch" not in consts or found is None:
+            raise
+        consts = {**consts, "batch": int(found.group(1))}
+        return tilelang.compile(_trace(op, kernel, style, consts), target=target, pass_configs=pass_configs)
+
+
+_PER_THREAD_OUTPUTS = re.compile(r"per-thread output element count N=(\d+)")
+
+
+def _trace(op: str, kernel: str, style: str, consts: dict):
     # Tracing a definition mutates its JIT object's caches: one at a time (milliseconds);
     # lowering and nvcc, the seconds, run concurrently as in TileLang's own par_compile.
     with _trace_lock:
-        prim_func = definition(op, kernel, style).get_tir(**consts)
-    # TileLang's C code generator cannot emit vector casts (f16 -> f32 x 4).
-    pass_configs = {"tirx.disable_vectorize": True} if target == "c" else None
-    return tilelang.compile(prim_func, target=target, pass_configs=pass_configs)
+        return definition(op, kernel, style).get_tir(**consts)
 
 
 def launcher(compiled: Any) -> Any:
