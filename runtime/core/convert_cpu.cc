@@ -51,9 +51,14 @@ __attribute__((target("avx,f16c"))) void floats_to_f16_f16c(const float* in, f16
   convert_each(in + i, out + i, n - i);
 }
 
-// The portable loop vectorised for AVX2: SSE2 has no 32-to-16-bit pack of
-// unsigned values, which made it 7x slower than the bf16-to-float one.
+// The portable loops vectorised for AVX2: SSE2 has no 32-to-16-bit pack of
+// unsigned values, which made floats-to-bf16 7x slower than bf16-to-floats, and
+// bf16-to-floats (a shift) takes eight values per instruction instead of four.
 __attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* in, bf16* out, int64_t n) {
+  convert_each(in, out, n);
+}
+
+__attribute__((target("avx2"))) void bf16_to_floats_avx2(const bf16* in, float* out, int64_t n) {
   convert_each(in, out, n);
 }
 #endif
@@ -72,7 +77,10 @@ struct Converters {
       f16_to_floats = f16_to_floats_f16c;
       floats_to_f16 = floats_to_f16_f16c;
     }
-    if (__builtin_cpu_supports("avx2")) floats_to_bf16 = floats_to_bf16_avx2;
+    if (__builtin_cpu_supports("avx2")) {
+      floats_to_bf16 = floats_to_bf16_avx2;
+      bf16_to_floats = bf16_to_floats_avx2;
+    }
 #endif
   }
 };
