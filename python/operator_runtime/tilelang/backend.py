@@ -50,9 +50,9 @@ ALIGNMENT = 16
 # spreading a few rows over every SM.
 ROW_WIDTHS = (32, 128, 512, 2048, 8192, 16384)
 CHUNK_WIDTHS = (16384, 4096, 1024)
-# Elements each thread holds per input tile: softmax_backward holds two tiles.
-ELEMENTS_PER_THREAD = {"softmax_backward": 16}
-DEFAULT_ELEMENTS_PER_THREAD = 32
+# Elements a thread of a rows kernel holds, shared by its inputs' tiles
+# (softmax_backward's dy and y: 16 each).
+ROW_ELEMENTS_PER_THREAD = 32
 # A row block has at least this many threads (blocks of one warp per row were
 # measured slower on the H200: fewer bytes in flight per SM).
 ROW_THREADS = 128
@@ -98,7 +98,7 @@ def row_tile(op: str, width: int, vec: int) -> dict:
     `batch`: a thread's rows (TileLang gives a row's vectors to consecutive
     threads), all reduced by one batched all-reduce, so a block synchronises
     once rather than once per row."""
-    per_thread = ELEMENTS_PER_THREAD.get(op, DEFAULT_ELEMENTS_PER_THREAD)
+    per_thread = ROW_ELEMENTS_PER_THREAD // len(OPERATORS[op].input_names)
     threads = max(ROW_THREADS, width // per_thread)
     block_m = max(1, threads * per_thread // width)
     rows_per_thread = block_m if width // vec >= threads else block_m * width // (vec * threads)
@@ -572,7 +572,7 @@ class TileLangBackend:
                 run = FlatRun(plan, kernels, params)
             else:
                 run = ReductionRun(op, plan, kernels, out.dtype, aligned)
-            if len(self._runs) >= RUN_CACHE_SIZE:
-                self._runs.pop(next(iter(self._runs)))
+            if len(self._runs) >= RUN_CACHE_SIZE:  # the oldest goes (another thread may have taken it)
+                self._runs.pop(next(iter(self._runs), None), None)
             self._runs[key] = run
         return TileLangKernel(run)
