@@ -70,6 +70,10 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("many_long_rows_in_place", spec((300, 40000)), {"in_place": 0}),
         ("many_long_rows_padded", spec((300, 40000), Padded(8)), {}),
         ("many_long_rows_odd", spec((300, 40001)), {}),
+        # Rows no cluster holds (over 2^20 f32, 2^21 16-bit), more than the whole
+        # GPU holds at once: the nvidia grid path, in several rounds.
+        ("rows_beyond_a_cluster_odd", spec((7, 2097153)), {}),
+        ("rows_beyond_a_cluster_in_place", spec((7, 2097152)), {"in_place": 0}),
     ]
     return (
         axis_cases(keeps_axis=True)

@@ -69,6 +69,16 @@ def correctness_cases() -> list[CorrectnessCase]:
                             {"dim": -1})
             for dtype in DTYPES
         ]
+        # Rows no cluster holds (over 147456 f32, 294912 16-bit), more than the
+        # whole GPU holds at once: the nvidia grid path, in several rounds.
+        + [
+            CorrectnessCase(named(name, dtype), (spec(shape),) * 2, dtype, {"dim": -1}, **fields)
+            for dtype in DTYPES
+            for name, shape, fields in [
+                ("rows_beyond_a_cluster_odd", (50, 300001), {}),
+                ("rows_beyond_a_cluster_in_place", (50, 300000), {"in_place": 0}),
+            ]
+        ]
     )
 
 

@@ -1,12 +1,21 @@
-// Rows held on chip by a thread-block cluster (sm_90+), for the operators of
-// the reduction family whose result needs the whole row before any element is
-// written (softmax, softmax_backward): each of a cluster's blocks holds one
-// chunk of a row in shared memory (and registers), filled by asynchronous
-// copies, so the row is read from memory once; the blocks then combine their
-// partial results through distributed shared memory. A cluster of one block
-// is a row held by one block.
+// Rows held on chip by several blocks (sm_90+), for the operators of the
+// reduction family whose result needs the whole row before any element is
+// written (softmax, softmax_backward): each block holds one chunk of a row in
+// shared memory (and registers), filled by asynchronous copies, so the row is
+// read from memory once; the blocks then combine their partial results.
 //
-// OPRT_HAS_THREAD_BLOCK_CLUSTERS is unset on MetaX, which has no clusters.
+// The cluster path: the blocks of one thread-block cluster (up to 16) hold a
+// row and combine through distributed shared memory. A cluster of one block is
+// a row held by one block.
+//
+// The grid path, for rows no cluster holds or holds worse: every block the GPU
+// holds at once (one cooperative launch, two blocks per SM), rows_per_round
+// rows at a time, each cut into row_splits chunks; the blocks of a row meet in
+// the workspace (partial results and an arrival count per row). It has no
+// 16-block limit and keeps every SM busy whatever the row length, where
+// clusters of 8 or 16 leave SMs idle (../shared/notes/long-row-softmax.md).
+//
+// OPRT_HAS_THREAD_BLOCK_CLUSTERS is unset on MetaX, which has neither path.
 #ifndef OPERATOR_RUNTIME_REDUCTION_CLUSTER_CUDA_CUH_
 #define OPERATOR_RUNTIME_REDUCTION_CLUSTER_CUDA_CUH_
 
@@ -169,6 +178,186 @@ oprt_status_t choose_cluster(const char* op, Kernel kernel, Fits fits, LaunchOf 
       plan->splits_share_cluster = true;
       return OPRT_SUCCESS;
     }
+  }
+  return OPRT_SUCCESS;
+}
+
+// ---- The grid path ----
+
+// Threads of a grid-path block, and blocks per SM: two blocks of half the
+// shared memory each, so that one block's loads overlap the other's meeting
+// and stores. Measured on the H200 (softmax_backward 256x262144 f32): 255 us,
+// against 265 with one block per SM, and 291 with three rows staged per
+// block, the next two in flight while a row's blocks meet (more, smaller
+// rounds: each costs a meeting that the loads in flight did not hide).
+constexpr int kGridBlockThreads = 256;
+constexpr int kGridBlocksPerSm = 2;
+// Shared memory a grid-path block stages its chunk in: two of them and the
+// kernels' static shared memory fit the 228 KiB of an sm_90 SM.
+constexpr size_t kGridStagingBytes = 110 * 1024;
+
+// Where the blocks of one row meet: a partial result per (row, chunk) and an
+// arrival count per row, which the launch zeroes first.
+template <class Partial>
+struct RowMeeting {
+  Partial* partials;
+  unsigned* arrivals;
+  int64_t splits;
+};
+
+template <class Partial>
+size_t row_meeting_bytes(const ReductionPlan& plan) {
+  const size_t partials = static_cast<size_t>(plan.rows * plan.row_splits) * sizeof(Partial);
+  return (partials + 15) / 16 * 16 + static_cast<size_t>(plan.rows) * sizeof(unsigned);
+}
+
+template <class Partial>
+RowMeeting<Partial> row_meeting(const ReductionPlan& plan, void* workspace) {
+  const size_t partials = static_cast<size_t>(plan.rows * plan.row_splits) * sizeof(Partial);
+  return {static_cast<Partial*>(workspace),
+          reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + (partials + 15) / 16 * 16),
+          plan.row_splits};
+}
+
+#if __CUDA_ARCH__ >= 900
+template <class V>
+__device__ inline V load_from_l2(const V* cell) {
+  using Word = typename AccessWord<sizeof(V)>::type;
+  const Word word = __ldcg(reinterpret_cast<const Word*>(cell));
+  V value;
+  memcpy(&value, &word, sizeof(V));
+  return value;
+}
+
+// The row's blocks' partial results combined by op: this block publishes its
+// own (`mine`, the same in all of its threads) and counts itself in, waits
+// until every block of the row has, and combines them all in chunk order, so
+// that every block gets the same result, bit for bit.
+template <class Partial, class Op>
+__device__ inline Partial meet_row(const RowMeeting<Partial>& meeting, int64_t row, int64_t part,
+                                   Partial mine, Op op) {
+  Partial* const cells = meeting.partials + row * meeting.splits;
+  if (threadIdx.x == 0) {
+    cells[part] = mine;
+    __threadfence();
+    unsigned* const arrivals = meeting.arrivals + row;
+    atomicAdd(arrivals, 1u);
+    for (;;) {
+      unsigned arrived = 0;
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(arrived) : "l"(arrivals) : "memory");
+      if (arrived >= meeting.splits) break;
+      __nanosleep(32);
+    }
+  }
+  __syncthreads();
+  Partial total = Op::identity();
+  for (int64_t i = threadIdx.x; i < meeting.splits; i += blockDim.x) {
+    total = op(total, load_from_l2(cells + i));
+  }
+  return BlockTeam{}.reduce(total, op);
+}
+
+// The grid path's loop, one call per block: block b works on chunk b %
+// splits of rows b / splits, b / splits + rows_per_round, ... For each row:
+// stage(row) issues the asynchronous copies of the block's chunk into shared
+// memory; reduce(row) returns the block's partial result from it (the same in
+// all threads); finish(row, total) writes the chunk.
+template <class Partial, class Op, class Stage, class Reduce, class Finish>
+__device__ inline void for_each_grid_row(int64_t rows, int64_t rows_per_round,
+                                         const RowMeeting<Partial>& meeting, Stage stage,
+                                         Reduce reduce, Finish finish) {
+  const int64_t part = blockIdx.x % meeting.splits;
+  for (int64_t row = blockIdx.x / meeting.splits; row < rows; row += rows_per_round) {
+    stage(row);
+    wait_async_copies();
+    __syncthreads();
+    finish(row, meet_row(meeting, row, part, reduce(row), Op{}));
+    __syncthreads();  // the chunk is staged again only after every thread wrote from it
+  }
+}
+#endif
+
+// Sets plan->row_splits and plan->rows_per_round for the grid path when the
+// GPU's co-resident blocks, kGridBlocksPerSm per SM, hold at least one row,
+// each staging its chunk of staged_tensors tensors in kGridStagingBytes: as
+// many rows at once as fit (so that every block has a chunk), each cut into
+// as many chunks as the rows leave blocks. kernels are the path's kernels
+// (every vector width and whole-vector variant), each allowed the shared
+// memory; the first is the one sized for.
+template <class T, class Kernel, class... Kernels>
+oprt_status_t choose_grid_rows(const char* op, int staged_tensors, ReductionPlan* plan,
+                               Kernel kernel, Kernels... others) {
+  size_t dynamic_limit = 0;
+  OPRT_RETURN_IF_ERROR(allow_large_clusters(op, &dynamic_limit, kernel, others...));
+  int multiprocessors = 0;
+  OPRT_RETURN_IF_ERROR(multiprocessor_count(op, &multiprocessors));
+  if (dynamic_limit < kGridStagingBytes || plan->rows == 0) return OPRT_SUCCESS;
+  int blocks_per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kGridBlockThreads,
+                                                    kGridStagingBytes) != cudaSuccess) {
+    cudaGetLastError();
+    return OPRT_SUCCESS;
+  }
+  const int64_t blocks = int64_t{std::min(blocks_per_sm, kGridBlocksPerSm)} * multiprocessors;
+  const auto most_per_block = static_cast<int64_t>(
+      kGridStagingBytes / (static_cast<size_t>(staged_tensors) * sizeof(T)) / kChunkQuantum *
+      kChunkQuantum);
+  const int64_t fewest_splits = ceil_div(plan->row_length + kWide<T> - 1, most_per_block);
+  if (blocks == 0 || fewest_splits > blocks) return OPRT_SUCCESS;
+  const int64_t rows_per_round = std::min(plan->rows, blocks / fewest_splits);
+  plan->rows_per_round = rows_per_round;
+  plan->row_splits = blocks / rows_per_round;
+  return OPRT_SUCCESS;
+}
+
+// Chooses how rows of row_bytes are held on chip, if at all: rows of more than
+// grid_first_bytes try the grid path first, the others a cluster first (each
+// operator measured where its two paths cross). prepare_grid and
+// prepare_cluster set the plan when their path holds the rows.
+template <class PrepareGrid, class PrepareCluster>
+oprt_status_t hold_rows_on_chip(size_t row_bytes, size_t grid_first_bytes,
+                                PrepareGrid prepare_grid, PrepareCluster prepare_cluster,
+                                ReductionPlan* plan) {
+  if (row_bytes > grid_first_bytes) {
+    OPRT_RETURN_IF_ERROR(prepare_grid(plan));
+    if (plan->rows_per_round > 0) return OPRT_SUCCESS;
+  }
+  OPRT_RETURN_IF_ERROR(prepare_cluster(plan));
+  return plan->splits_share_cluster ? OPRT_SUCCESS : prepare_grid(plan);
+}
+
+// A launch of a grid-path kernel: rows_per_round * row_splits blocks, all
+// resident at once (a cooperative launch fails rather than run fewer, which
+// would leave a row's blocks waiting for ones never started).
+struct GridLaunch {
+  cudaLaunchConfig_t config;
+  cudaLaunchAttribute cooperative;
+
+  GridLaunch(const ReductionPlan& plan, size_t shared_bytes, cudaStream_t stream) : config{} {
+    config.gridDim = dim3(static_cast<unsigned>(plan.rows_per_round * plan.row_splits));
+    config.blockDim = dim3(kGridBlockThreads);
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    config.attrs = &cooperative;
+    config.numAttrs = 1;
+  }
+  GridLaunch(const GridLaunch&) = delete;
+  GridLaunch& operator=(const GridLaunch&) = delete;
+};
+
+// Zeroes the arrival counts, then launches kernel(args...) on the grid path.
+template <class Partial, class Kernel, class... Args>
+oprt_status_t launch_grid_rows(const char* op, const ReductionPlan& plan,
+                               const RowMeeting<Partial>& meeting, size_t shared_bytes,
+                               cudaStream_t stream, Kernel kernel, Args... args) {
+  cudaError_t error = cudaMemsetAsync(meeting.arrivals, 0,
+                                      static_cast<size_t>(plan.rows) * sizeof(unsigned), stream);
+  const GridLaunch launch(plan, shared_bytes, stream);
+  if (error == cudaSuccess) error = cudaLaunchKernelEx(&launch.config, kernel, args...);
+  if (error != cudaSuccess) {
+    return fail(OPRT_ERR_RUNTIME, "%s: grid-path launch failed: %s", op, cudaGetErrorString(error));
   }
   return OPRT_SUCCESS;
 }

@@ -180,6 +180,7 @@ ReductionPlan make_plan(const ReductionOp& op, const oprt_tensor_view_t& out,
   for (int32_t d = 0; d < plan.row_offsets.ndim; ++d) plan.rows *= plan.row_offsets.sizes[d];
   plan.row_splits = 1;
   plan.splits_share_cluster = false;
+  plan.rows_per_round = 0;
   return plan;
 }
 

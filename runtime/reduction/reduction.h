@@ -75,6 +75,11 @@ struct ReductionPlan {
   // Set instead when a row's row_splits chunks are held on chip by the blocks of
   // one thread-block cluster, which combine their partial results themselves.
   bool splits_share_cluster;
+  // Set instead (the grid path, cluster_cuda.cuh) to the rows the whole grid
+  // holds on chip at once, each cut into row_splits chunks of co-resident blocks
+  // that combine their partial results through the workspace inside one
+  // kernel; 0 otherwise.
+  int64_t rows_per_round;
 };
 
 // True when a kernel may walk the rows in aligned vectors of `vector_bytes`

@@ -19,8 +19,12 @@
 // path, which again reads the data once: a thread-block cluster of up to 16
 // blocks holds one row on chip (each block its chunk, in registers and then
 // shared memory), and the blocks exchange their (max, sum) pairs through
-// distributed shared memory. (MetaX has no clusters: OPRT_HAS_THREAD_BLOCK_CLUSTERS
-// is unset there, so its long rows take the online path.)
+// distributed shared memory. Rows over kGridFirstRowBytes (and rows no
+// cluster holds) take the grid path first: the co-resident blocks of the
+// whole GPU hold rows_per_round rows at a time, a chunk each, and a row's
+// blocks combine their pairs through the workspace. (MetaX has no clusters:
+// OPRT_HAS_THREAD_BLOCK_CLUSTERS is unset there, so its long rows take the
+// online path.)
 //
 // In-place (out == in) is safe: every thread writes only elements it has read
 // itself, after reading them.
@@ -443,6 +447,67 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
   }
 #endif
 }
+
+// The grid path (runtime/reduction/cluster_cuda.cuh), for long rows
+// (prepare_on_chip): the blocks of the whole GPU, rows_per_round rows at a time, each block
+// staging its chunk in shared memory, folding it into a (max, sum) pair and
+// combining the pairs with the row's other blocks through the workspace.
+template <class T, int kVec, bool kWholeVectors>
+__global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
+    softmax_rows_across_grid(ReductionPlan plan, int64_t chunk, RowMeeting<MaxSum> meeting, T* out,
+                             const T* in) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int kStagedUnroll = kWholeVectors ? kUnroll : 1;
+  extern __shared__ uint4 staged_words[];
+  const BlockTeam team;
+  const int64_t begin = blockIdx.x % meeting.splits * chunk;
+  struct Walk {
+    RowWalk<const T, kWholeVectors> in;
+    RowStart start;
+    int64_t end;
+  };
+  const auto walk_of = [&](int64_t row) {
+    const RowStart start = row_start(plan.row_offsets, row);
+    const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
+    return Walk{walk, start, min(walk.end(), begin + chunk)};
+  };
+  // The staged chunk, in whole vectors (the last one padded with -inf).
+  T* const staged = reinterpret_cast<T*>(staged_words);
+  const auto held_of = [&](const Walk& walk) {
+    const int64_t length = begin < walk.end ? (walk.end - begin + kVec - 1) / kVec * kVec : 0;
+    return RowWalk<const T, true>{staged, 1, length, 0};
+  };
+  for_each_grid_row<MaxSum, MaxSumOp>(
+      plan.rows, plan.rows_per_round, meeting,
+      [&](int64_t row) {
+        const Walk walk = walk_of(row);
+        stage_vectors<T, kVec, kWholeVectors>(staged, walk.in, begin, walk.end, team.member(),
+                                              team.width(), -INFINITY);
+      },
+      [&](int64_t row) {
+        const auto held = held_of(walk_of(row));
+        MaxSum state = MaxSumOp::identity();
+        for_each_vector<kVec, kStagedUnroll>(
+            held, -INFINITY, 0, held.length, team.member(), team.width(),
+            [&](int64_t, const float(&v)[kVec]) { state = absorb(state, v); });
+        return team.reduce(state, MaxSumOp{});
+      },
+      [&](int64_t row, MaxSum stats) {
+        const Walk walk = walk_of(row);
+        const auto held = held_of(walk);
+        const auto out_walk = output_walk<kWholeVectors>(plan, out, walk.start, walk.in.lead);
+        const float scale = 1.0f / stats.sum;
+        for_each_vector<kVec, kStagedUnroll>(
+            held, -INFINITY, 0, held.length, team.member(), team.width(),
+            [&](int64_t i, const float(&v)[kVec]) {
+              float y[kVec];
+#pragma unroll
+              for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(v[k] - stats.max) * scale;
+              out_walk.template store<kVec>(begin + i, y);
+            });
+      });
+#endif
+}
 #endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
 // Whether rows may take the register path, which needs no workspace. Without
@@ -610,6 +675,42 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
       plan);
 }
 
+// Chooses the grid path for rows of stride 1 that no cluster holds
+// (choose_grid_rows).
+template <class T>
+oprt_status_t prepare_grid(ReductionPlan* plan) {
+  bool has_clusters = false;
+  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax", &has_clusters));
+  if (!has_clusters) return OPRT_SUCCESS;
+  return choose_grid_rows<T>("softmax", 1, plan, softmax_rows_across_grid<T, kWide<T>, false>,
+                             softmax_rows_across_grid<T, kWide<T>, true>,
+                             softmax_rows_across_grid<T, 1, true>);
+}
+
+// Rows of more than this try the grid path before the cluster path. H200, the
+// same rows on each path, us: f32 rows of 1048576 (4 MiB) 218 on the grid path
+// against 246-256 in clusters (64 rows), 8 rows 46 against 53, 524288: 208
+// against 213-217; rows of 1 MiB ran alike (262144 f32: 186 against 189),
+// shorter ones better in clusters (131072 bf16, 512 rows: 112 against 104;
+// 131072 f32, 64 rows: 44 against 39).
+constexpr size_t kGridFirstRowBytes = 512 * 1024;
+
+template <class T>
+oprt_status_t prepare_on_chip(ReductionPlan* plan) {
+  return hold_rows_on_chip(static_cast<size_t>(plan->row_length) * sizeof(T), kGridFirstRowBytes,
+                           prepare_grid<T>, prepare_cluster<T>, plan);
+}
+
+template <class T, int kVec, bool kWholeVectors>
+oprt_status_t launch_across_grid(const ReductionPlan& plan, void* workspace, T* out, const T* in,
+                                 cudaStream_t stream) {
+  const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
+  const auto meeting = row_meeting<MaxSum>(plan, workspace);
+  return launch_grid_rows("softmax", plan, meeting, static_cast<size_t>(chunk) * sizeof(T), stream,
+                          softmax_rows_across_grid<T, kVec, kWholeVectors>, plan, chunk, meeting,
+                          out, in);
+}
+
 template <class T, int kVec, bool kWholeVectors>
 void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
   const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
@@ -636,6 +737,9 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
           launch_in_cluster<T, kVec, kWhole>(plan, out, in, stream);
           return OPRT_SUCCESS;
         }
+        if (plan.rows_per_round > 0) {
+          return launch_across_grid<T, kVec, kWhole>(plan, partials, out, in, stream);
+        }
 #endif
         if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
           return launch_in_registers<T, kVec, kWhole>(plan, walk, out, in, stream);
@@ -656,10 +760,14 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
   if (plan->in_axis_stride == 1) {
     OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
-      return prepare_cluster<typename decltype(tag)::type>(plan);
+      return prepare_on_chip<typename decltype(tag)::type>(plan);
     }));
     if (plan->splits_share_cluster) {
       *workspace_bytes = 0;
+      return OPRT_SUCCESS;
+    }
+    if (plan->rows_per_round > 0) {
+      *workspace_bytes = row_meeting_bytes<MaxSum>(*plan);
       return OPRT_SUCCESS;
     }
   }

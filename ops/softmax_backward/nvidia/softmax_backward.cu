@@ -20,7 +20,11 @@
 // elements): each block copies its chunk of dy and y into shared memory, the
 // blocks add their partial sums through distributed shared memory, and the
 // row is read once (1024x32768 f32 on the H200: 58 -> 77 % of the copy
-// bandwidth; 2671x50257: 43-63 -> 76-83 %).
+// bandwidth; 2671x50257: 43-63 -> 76-83 %). Rows whose dy and y take over
+// kGridFirstRowBytes, and rows no cluster holds, take the grid path first: the
+// co-resident blocks of the whole GPU hold rows_per_round rows at a time, a
+// chunk each, and add a row's partial sums through the workspace
+// (256x262144 f32: 58 -> 80 %, 64x1048576: 55 -> 66 %).
 //
 // dy and y are walked in step in aligned 16-byte vectors when the axis has
 // stride 1 in all three tensors and their rows sit at one offset from a vector
@@ -148,6 +152,77 @@ __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
   }
 #endif
 }
+
+// The grid path (runtime/reduction/cluster_cuda.cuh), for long rows
+// (prepare_on_chip): the blocks of the whole GPU, rows_per_round rows at a time, each block
+// staging its chunk of dy and y in shared memory and adding the row's partial
+// sums with the row's other blocks through the workspace.
+template <class T, int kVec, bool kWholeVectors>
+__global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
+    softmax_backward_rows_across_grid(ReductionPlan plan, int64_t chunk, RowMeeting<float> meeting,
+                                      T* out, const T* dy, const T* y) {
+#if __CUDA_ARCH__ >= 900
+  constexpr int kStagedUnroll = 16 / kVec;
+  extern __shared__ uint4 staged_words[];
+  const BlockTeam team;
+  const int64_t begin = blockIdx.x % meeting.splits * chunk;
+  struct Walks {
+    RowWalk<const T, kWholeVectors> dy, y;
+    RowStart start;
+    int64_t end;
+  };
+  const auto walks_of = [&](int64_t row) {
+    const RowStart start = row_start(plan.row_offsets, row);
+    const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
+    const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
+    return Walks{dy_walk, y_walk, start, min(dy_walk.end(), begin + chunk)};
+  };
+  // The staged chunks, dy's then y's, in whole vectors (the last one padded
+  // with zeros).
+  T* const staged_dy = reinterpret_cast<T*>(staged_words);
+  const auto held_of = [&](const Walks& walks) {
+    const int64_t staged =
+        begin < walks.end ? (walks.end - begin + kVec - 1) / kVec * kVec : 0;
+    return std::make_pair(RowWalk<const T, true>{staged_dy, 1, staged, 0},
+                          RowWalk<const T, true>{staged_dy + chunk, 1, staged, 0});
+  };
+  for_each_grid_row<float, AddOp>(
+      plan.rows, plan.rows_per_round, meeting,
+      [&](int64_t row) {
+        const Walks walks = walks_of(row);
+        stage_vectors<T, kVec, kWholeVectors>(staged_dy, walks.dy, begin, walks.end,
+                                              team.member(), team.width(), 0.0f);
+        stage_vectors<T, kVec, kWholeVectors>(staged_dy + chunk, walks.y, begin, walks.end,
+                                              team.member(), team.width(), 0.0f);
+      },
+      [&](int64_t row) {
+        const auto held = held_of(walks_of(row));
+        float dot = 0.0f;
+        for_each_vectors<kVec, kStagedUnroll>(
+            0.0f, 0, held.first.length, team.member(), team.width(),
+            [&](int64_t, const float(&g)[kVec], const float(&p)[kVec]) {
+#pragma unroll
+              for (int k = 0; k < kVec; ++k) dot += g[k] * p[k];
+            },
+            held.first, held.second);
+        return team.reduce(dot, AddOp{});
+      },
+      [&](int64_t row, float dot) {
+        const Walks walks = walks_of(row);
+        const auto held = held_of(walks);
+        const auto out_walk = output_walk<kWholeVectors>(plan, out, walks.start, walks.dy.lead);
+        for_each_vectors<kVec, kStagedUnroll>(
+            0.0f, 0, held.first.length, team.member(), team.width(),
+            [&](int64_t i, const float(&g)[kVec], const float(&p)[kVec]) {
+              float x[kVec];
+#pragma unroll
+              for (int k = 0; k < kVec; ++k) x[k] = p[k] * (g[k] - dot);
+              out_walk.template store<kVec>(begin + i, x);
+            },
+            held.first, held.second);
+      });
+#endif
+}
 #endif  // OPRT_HAS_THREAD_BLOCK_CLUSTERS
 
 enum class DotPass : int {
@@ -236,10 +311,9 @@ bool fits_in_registers(const ReductionPlan& plan) {
 
 // Chooses the cluster path for rows of stride 1 too long for the register
 // path, on devices with clusters, when a cluster of at most kMaxClusterBlocks
-// blocks of at most kStagedChunkBytes holds a row. Longer rows keep the
-// two-walk path: held in blocks of all the shared memory a block may have (one
-// block per SM), 256x262144 f32 ran at 49 % of the copy bandwidth, the two-walk
-// path at 60 % (H200).
+// blocks of at most kStagedChunkBytes holds a row. (Clusters of blocks of all
+// the shared memory a block may have held 256x262144 f32 at 49 % of the copy
+// bandwidth, against the two walks' 60 % and the grid path's 80 %: H200.)
 template <class T>
 oprt_status_t prepare_cluster(ReductionPlan* plan) {
   if (plan->in_axis_stride != 1 || fits_in_registers<T>(*plan)) return OPRT_SUCCESS;
@@ -260,6 +334,43 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
         return ClusterLaunch(candidate, kStagedBlockThreads, staged_bytes<T>(chunk), nullptr);
       },
       plan);
+}
+
+// Chooses the grid path for rows of stride 1 too long for the register path
+// that no cluster holds (choose_grid_rows).
+template <class T>
+oprt_status_t prepare_grid(ReductionPlan* plan) {
+  if (plan->in_axis_stride != 1 || fits_in_registers<T>(*plan)) return OPRT_SUCCESS;
+  bool has_clusters = false;
+  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax_backward", &has_clusters));
+  if (!has_clusters) return OPRT_SUCCESS;
+  return choose_grid_rows<T>("softmax_backward", 2, plan,
+                             softmax_backward_rows_across_grid<T, kWide<T>, false>,
+                             softmax_backward_rows_across_grid<T, kWide<T>, true>,
+                             softmax_backward_rows_across_grid<T, 1, true>);
+}
+
+// Rows whose dy and y take more than this try the grid path before the
+// cluster path. H200, the same rows on each path, us: f32 rows of 40000
+// (320 KB) 742 on the grid path against 896 in clusters (6000 rows), 65536:
+// 449 against 496, 131072: 249 against 311; rows of 256 KiB ran better in
+// clusters (32768 f32: 127 against 138, 65536 bf16: 239 against 254).
+constexpr size_t kGridFirstRowBytes = 256 * 1024;
+
+template <class T>
+oprt_status_t prepare_on_chip(ReductionPlan* plan) {
+  return hold_rows_on_chip(staged_bytes<T>(plan->row_length), kGridFirstRowBytes, prepare_grid<T>, prepare_cluster<T>,
+                           plan);
+}
+
+template <class T, int kVec, bool kWholeVectors>
+oprt_status_t launch_across_grid(const ReductionPlan& plan, void* workspace, T* out, const T* dy,
+                                 const T* y, cudaStream_t stream) {
+  const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
+  const auto meeting = row_meeting<float>(plan, workspace);
+  return launch_grid_rows("softmax_backward", plan, meeting, staged_bytes<T>(chunk), stream,
+                          softmax_backward_rows_across_grid<T, kVec, kWholeVectors>, plan, chunk,
+                          meeting, out, dy, y);
 }
 
 template <class T, int kVec, bool kWholeVectors>
@@ -290,6 +401,9 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
       if (plan.splits_share_cluster) {
         launch_in_cluster<T, kVec, kWhole>(plan, out, dy, y, stream);
         return OPRT_SUCCESS;
+      }
+      if (plan.rows_per_round > 0) {
+        return launch_across_grid<T, kVec, kWhole>(plan, partials, out, dy, y, stream);
       }
 #endif
       const int64_t vectors = ceil_div(walk, kVec);
@@ -330,10 +444,14 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
   OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
-    return prepare_cluster<typename decltype(tag)::type>(plan);
+    return prepare_on_chip<typename decltype(tag)::type>(plan);
   }));
   if (plan->splits_share_cluster) {
     *workspace_bytes = 0;
+    return OPRT_SUCCESS;
+  }
+  if (plan->rows_per_round > 0) {
+    *workspace_bytes = row_meeting_bytes<float>(*plan);
     return OPRT_SUCCESS;
   }
 #endif

@@ -152,7 +152,9 @@ typedef struct {
   int64_t in_axis_strides[2]; /* each input's stride along the axis; 1 when row_length <= 1 */
   int64_t out_axis_stride;    /* 0 when out holds one element per row (a reduction) */
   int64_t row_splits;         /* chunks a row is cut into (1 = whole rows); with
-                                 splits_share_cluster 0, combined through the workspace */
+                                 splits_share_cluster 0, combined through the workspace
+                                 (by a second kernel, or, on the grid path, inside one
+                                 kernel whose blocks all run at once) */
   int32_t splits_share_cluster; /* 1: a row's chunks are the blocks of one thread-block
                                    cluster, which combine their partial results on chip */
 } oprt_plan_t;
