@@ -170,8 +170,8 @@ def test_rebind_and_destroy_race_runs_in_flight(seed, device):
 
 
 def test_threads_calling_at_once_share_the_cpu_workers():
-    # Large cpu calls from several threads at once: one call has the worker pool,
-    # the others run their pieces themselves; every result is right.
+    # Large cpu calls from several threads at once, each running its pieces on
+    # torch's threads (an OpenMP team per calling thread); every result is right.
     inputs = [torch.randn(64, 4096, generator=torch.Generator().manual_seed(i)) for i in range(6)]
     results: list[list[torch.Tensor]] = [[] for _ in inputs]
 
@@ -385,6 +385,32 @@ UNDER_ASAN = hasattr(ctypes.CDLL(None), "__asan_init")
 def test_fork_while_other_threads_use_the_runtime():
     output = run_isolated(FORK.format(forks=FORKS), timeout=600)
     assert f"forks {FORKS} hung 0 failed 0" in output, output
+
+
+# From Python the cpu backend runs its pieces on torch's OpenMP threads, which do not
+# survive fork(): in a child of a process that used them, the next parallel torch op
+# never returns. oprt's calls in such a child run on the library's own threads.
+FORK_AFTER_TORCH_THREADS = '''
+import os, faulthandler, torch, operator_runtime as ort
+big = torch.randn(64, 4096)
+negated, expected = -big, (torch.relu(-big), torch.softmax(big, -1))
+for _ in range(3):
+    torch.relu(big); ort.relu(big); ort.softmax(big)  # the main thread's OpenMP team exists
+pid = os.fork()
+if pid == 0:
+    faulthandler.dump_traceback_later(30, exit=True)
+    results = ort.relu(negated), ort.softmax(big)  # before any torch op in the child
+    torch.set_num_threads(1)  # torch's own ops in this child run on this thread only
+    ok = torch.equal(results[0], expected[0]) and torch.allclose(results[1], expected[1])
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+print(f"child exited {os.waitstatus_to_exitcode(status)}")
+'''
+
+
+@pytest.mark.skipif(UNDER_ASAN, reason="AddressSanitizer's allocator is not fork-safe (GCC 12)")
+def test_fork_after_the_cpu_backend_ran_on_torch_threads():
+    assert "child exited 0" in run_isolated(FORK_AFTER_TORCH_THREADS, timeout=120)
 
 
 # ------------------------------------------------------- tensors oprt refuses

@@ -4,16 +4,28 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <system_error>
-#include <vector>
+#include <thread>
+
+#include "runtime/core/core.h"
 
 namespace oprt {
 namespace detail {
 namespace {
 
 using Task = void (*)(void* context, int64_t piece);
+
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 // Workers wait for a job, then claim its pieces one at a time, as the caller
 // does; the caller returns once every piece has run. One call uses the pool at
@@ -39,11 +51,21 @@ class WorkerPool {
     context_ = context;
     pieces_ = pieces;
     next_ = 0;
-    remaining_ = pieces;
+    remaining_.store(pieces, std::memory_order_relaxed);
     ++generation_;
     wake_.notify_all();
     run_claimed(lock);
-    done_.wait(lock, [&] { return remaining_ == 0; });
+    lock.unlock();
+    // The caller's core would idle now, so it spins on the last pieces for a
+    // while before sleeping: on the CI VM a condition variable's wake-up takes
+    // 8-18 us, as long as a piece of 2^20 elements takes to run.
+    const auto give_up = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (remaining_.load(std::memory_order_acquire) != 0 &&
+           std::chrono::steady_clock::now() < give_up) {
+      spin_pause();
+    }
+    lock.lock();
+    done_.wait(lock, [&] { return remaining_.load(std::memory_order_relaxed) == 0; });
     return true;
   }
 
@@ -78,7 +100,7 @@ class WorkerPool {
       lock.unlock();
       task(context, piece);
       lock.lock();
-      if (--remaining_ == 0) done_.notify_all();
+      if (remaining_.fetch_sub(1, std::memory_order_release) == 1) done_.notify_all();
     }
   }
 
@@ -91,7 +113,7 @@ class WorkerPool {
   void* context_ = nullptr;
   int64_t pieces_ = 0;
   int64_t next_ = 0;
-  int64_t remaining_ = 0;
+  std::atomic<int64_t> remaining_{0};
 };
 
 // The process's pool, made on first use. Calls find it with one atomic load;
@@ -138,12 +160,56 @@ WorkerPool& the_pool() {
   return current != nullptr ? *current : make_pool();
 }
 
+// The runner oprt_set_cpu_runner installed; null for the pool. A call reads
+// each function once; the two may come from consecutive runners, which both
+// stay valid (api.h).
+std::atomic<int32_t (*)()> runner_threads{nullptr};
+std::atomic<void (*)(int64_t, Task, void*)> runner_run{nullptr};
+
+// A forked child runs its pieces on the library's own threads: a host's pool
+// need not survive fork() (GNU OpenMP's does not: in a child of a process that
+// ran torch ops on its threads, the next torch op on them never returns).
+void drop_runner_in_child() {
+  runner_run.store(nullptr, std::memory_order_relaxed);
+  runner_threads.store(nullptr, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void run_pieces(int64_t pieces, Task task, void* context) {
+  if (const auto run = runner_run.load(std::memory_order_acquire)) {
+    run(pieces, task, context);
+    return;
+  }
   if (the_pool().try_run(pieces, task, context)) return;
   for (int64_t piece = 0; piece < pieces; ++piece) task(context, piece);
 }
 
 }  // namespace detail
+
+int cpu_threads() {
+  if (const char* text = std::getenv("OPRT_CPU_THREADS")) {
+    const int requested = std::atoi(text);
+    if (requested > 0) return requested;
+  }
+  if (const auto threads = detail::runner_threads.load(std::memory_order_acquire)) {
+    return std::max<int32_t>(1, threads());
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace oprt
+
+oprt_status_t oprt_set_cpu_runner(const oprt_cpu_runner_t* runner) {
+  if (runner != nullptr && (runner->threads == nullptr || runner->run == nullptr)) {
+    return oprt::fail(OPRT_ERR_INVALID_ARG, "set_cpu_runner: threads and run must both be set");
+  }
+  static const bool child_handler_installed =
+      pthread_atfork(nullptr, nullptr, oprt::detail::drop_runner_in_child) == 0;
+  (void)child_handler_installed;
+  oprt::detail::runner_threads.store(runner != nullptr ? runner->threads : nullptr,
+                                     std::memory_order_release);
+  oprt::detail::runner_run.store(runner != nullptr ? runner->run : nullptr,
+                                 std::memory_order_release);
+  return oprt::succeed();
+}

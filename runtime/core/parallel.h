@@ -1,7 +1,9 @@
 // The cpu backend's threads: parallel_for splits a range of independent work
 // items (elements, rows) across the machine's cores for one call.
 //
-// The pieces run on a pool of worker threads started on first use and kept
+// The pieces run on the host's threads when it installs a runner
+// (oprt_set_cpu_runner: the Python module runs them on torch's intra-op
+// threads), else on a pool of worker threads started on first use and kept
 // (starting threads for each call cost about as much as the work of a call on
 // 2^20 elements). The pool is safe against what a Python program does: a call
 // that finds it busy (another thread's call, or a piece calling parallel_for)
@@ -13,25 +15,19 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <thread>
 
 namespace oprt {
 
 // Threads a cpu call may use: OPRT_CPU_THREADS when set to a positive number,
-// else the cores this process may run on.
-inline int cpu_threads() {
-  if (const char* text = std::getenv("OPRT_CPU_THREADS")) {
-    const int requested = std::atoi(text);
-    if (requested > 0) return requested;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+// else those of the runner installed with oprt_set_cpu_runner, else the cores
+// this process may run on.
+int cpu_threads();
 
 namespace detail {
 
-// Runs task(context, piece) for every piece in [0, pieces), on the pool's
-// workers and the caller; returns when all have run.
+// Runs task(context, piece) for every piece in [0, pieces), on the installed
+// runner's threads, or else on the pool's workers and the caller; returns when
+// all have run.
 void run_pieces(int64_t pieces, void (*task)(void* context, int64_t piece), void* context);
 
 }  // namespace detail

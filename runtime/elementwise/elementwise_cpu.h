@@ -99,12 +99,6 @@ void run_strided(const Functor& functor, const ElementwisePlan& plan, int64_t ro
   }
 }
 
-// Bytes a thread copies at least when the op only moves storage (a memcpy per
-// piece): below that, waking a second thread cost more than it saved on the
-// 2-core CI machine (copy of 2^20 f16, the bench back to back twice: 68-70 us on
-// two threads, 53 on one; 2^20 f32 ran 84-90 us either way).
-constexpr size_t kMinCopyBytesPerThread = size_t{4} << 20;
-
 // The ElementwiseKernel of Functor on the cpu; stream is ignored.
 template <class Functor>
 oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, const void* params,
@@ -116,10 +110,7 @@ oprt_status_t elementwise_kernel(const char* op, const ElementwisePlan& plan, co
     for (int k = 0; k < Functor::kNumInputs; ++k) in[k] = static_cast<const T*>(inputs[k]);
     T* const target = static_cast<T*>(out);
     if (plan.contiguous) {
-      const int64_t min_per_thread = moves_storage<Functor>::value
-                                         ? static_cast<int64_t>(kMinCopyBytesPerThread / sizeof(T))
-                                         : kMinElementsPerThread;
-      parallel_for(plan.numel, min_per_thread, [&](int64_t begin, int64_t end) {
+      parallel_for(plan.numel, kMinElementsPerThread, [&](int64_t begin, int64_t end) {
         run_contiguous(functor, begin, end, target, in,
                        std::make_index_sequence<Functor::kNumInputs>{});
       });

@@ -373,6 +373,7 @@ PYBIND11_MODULE(_C, m) {
 #undef OPRT_EXPORT_CONSTANT
 
   oprt_python::add_cached_call(m, error_type);
+  oprt_python::run_cpu_pieces_on_torch_threads();
 
   m.def(
       "register_torch_kernels",

@@ -1,4 +1,5 @@
-// The CPU and CUDA kernels of the oprt:: torch.library ops (torch_kernels.cc).
+// The CPU and CUDA kernels of the oprt:: torch.library ops, and the cpu
+// backend's threads (torch_kernels.cc).
 #ifndef OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
 #define OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
 
@@ -41,6 +42,10 @@ void unregister_prepared(int64_t id);
 // Python path must take the call (a Python backend, or one that cannot run).
 constexpr int kBackendSlots = 4;
 void set_backend_table(const std::vector<int32_t>& codes);
+
+// Makes the cpu backend run its pieces on torch's intra-op threads
+// (oprt_set_cpu_runner), so the process has one pool of threads.
+void run_cpu_pieces_on_torch_threads();
 
 }  // namespace oprt_python
 

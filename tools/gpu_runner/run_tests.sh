@@ -42,8 +42,9 @@ use_library() {
     echo "run_tests.sh: building operator_runtime._C$ext against lib/$1"
     mkdir -p "$(dirname "$built")"
     # pybind11's own headers come before torch's bundled copy; the torch kernels
-    # build against this host's torch (its headers, libc10 and libtorch_cpu).
-    ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden -D_GLIBCXX_USE_CXX11_ABI="$cxx11_abi" \
+    # build against this host's torch (its headers, libc10 and libtorch_cpu), with
+    # OpenMP, whose runtime torch has loaded, to run the cpu backend on its threads.
+    ${CXX:-c++} -O2 -std=c++17 -shared -fPIC -fvisibility=hidden -fopenmp -D_GLIBCXX_USE_CXX11_ABI="$cxx11_abi" \
       -I include -I . -isystem "$pybind_include" -isystem "$python_include" -isystem "$torch_dir/include" \
       runtime/python/module.cc runtime/python/cached_call.cc runtime/python/descriptor_cache.cc \
       runtime/python/torch_kernels.cc -L lib -l:"$1" -L "$torch_dir/lib" -lc10 -ltorch_cpu \

@@ -81,6 +81,25 @@ OPRT_API const char *oprt_backend_string(oprt_backend_t backend);
  * backend needs a device), else 0. */
 OPRT_API int32_t oprt_backend_available(oprt_backend_t backend);
 
+/* The cpu backend cuts a call's work into pieces (rows, ranges of elements) and
+ * by default runs them on worker threads of its own, kept across calls. A host
+ * with a thread pool of its own installs a runner instead, so that the process
+ * has one pool and no two sets of threads compete for its cores: the Python
+ * module installs one that runs the pieces on torch's intra-op threads
+ * (at::parallel_for; torch.set_num_threads sets their number).
+ * run(pieces, task, context) must call task(context, piece) once for every piece
+ * in [0, pieces), in any order and on any threads, and return when all have
+ * returned; threads() says how many threads run uses now (>= 1), and the
+ * backend cuts at most that many pieces (OPRT_CPU_THREADS, when set, instead).
+ * Pass NULL to go back to the library's own threads. The runner is read at
+ * each call; both functions must stay valid until it is replaced. */
+typedef void (*oprt_cpu_task_t)(void *context, int64_t piece);
+typedef struct {
+  int32_t (*threads)(void);
+  void (*run)(int64_t pieces, oprt_cpu_task_t task, void *context);
+} oprt_cpu_runner_t;
+OPRT_API oprt_status_t oprt_set_cpu_runner(const oprt_cpu_runner_t *runner);
+
 /* Bytes of one element of dtype, or 0 for an unknown dtype. */
 OPRT_API size_t oprt_dtype_size(oprt_dtype_t dtype);
 
