@@ -29,7 +29,7 @@ __attribute__((always_inline)) inline void convert_each(const From* in, To* out,
 }
 
 #if OPRT_HAS_X86_PATHS
-// Compiled for F16C or AVX2 whatever the build's target; called only where the
+// Compiled for F16C whatever the build's target; called only where the
 // CPU has it.
 __attribute__((target("avx,f16c"))) void f16_to_floats_f16c(const f16* in, float* out,
                                                              int64_t n) {
@@ -51,35 +51,19 @@ __attribute__((target("avx,f16c"))) void floats_to_f16_f16c(const float* in, f16
   convert_each(in + i, out + i, n - i);
 }
 
-// The portable loops vectorised for AVX2: SSE2 has no 32-to-16-bit pack of
-// unsigned values, which made floats-to-bf16 7x slower than bf16-to-floats, and
-// bf16-to-floats (a shift) takes eight values per instruction instead of four.
-__attribute__((target("avx2"))) void floats_to_bf16_avx2(const float* in, bf16* out, int64_t n) {
-  convert_each(in, out, n);
-}
-
-__attribute__((target("avx2"))) void bf16_to_floats_avx2(const bf16* in, float* out, int64_t n) {
-  convert_each(in, out, n);
-}
 #endif
 
 // The conversions this CPU runs, chosen once: the portable loops, replaced by
 // the x86 paths where the CPU has their instructions.
 struct Converters {
   Converter<f16, float> f16_to_floats = convert_each<f16, float>;
-  Converter<bf16, float> bf16_to_floats = convert_each<bf16, float>;
   Converter<float, f16> floats_to_f16 = convert_each<float, f16>;
-  Converter<float, bf16> floats_to_bf16 = convert_each<float, bf16>;
 
   Converters() {
 #if OPRT_HAS_X86_PATHS
     if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
       f16_to_floats = f16_to_floats_f16c;
       floats_to_f16 = floats_to_f16_f16c;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-      floats_to_bf16 = floats_to_bf16_avx2;
-      bf16_to_floats = bf16_to_floats_avx2;
     }
 #endif
   }
@@ -93,9 +77,7 @@ const Converters& converters() {
 }  // namespace
 
 void to_floats(const f16* in, float* out, int64_t n) { converters().f16_to_floats(in, out, n); }
-void to_floats(const bf16* in, float* out, int64_t n) { converters().bf16_to_floats(in, out, n); }
 void from_floats(const float* in, f16* out, int64_t n) { converters().floats_to_f16(in, out, n); }
-void from_floats(const float* in, bf16* out, int64_t n) { converters().floats_to_bf16(in, out, n); }
 
 }  // namespace cpu
 }  // namespace oprt

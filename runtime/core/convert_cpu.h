@@ -1,13 +1,13 @@
-// The cpu backend's conversions of whole blocks: stored values to float and
-// back, n at a time, so that the loops between them run on floats.
+// The cpu backend's conversions of whole blocks of f16: stored values to float
+// and back, n at a time, so that the loops between them run on floats.
 //
 // Converting element by element inside a loop (to_float/from_float of
 // numeric.h) left GCC's f16 loops scalar: relu over 2^20 random f16 values took
 // 7.4 ms on one core, where torch takes 0.09 ms. f16 blocks convert with the
 // F16C instructions when the CPU has them (checked once; eight values per
 // instruction, rounding to nearest even as numeric.h does), else with
-// numeric.h's conversions; bf16 is a shift. float data needs none: the
-// kernels read and write it in place.
+// numeric.h's conversions. bf16 needs no blocks (a shift, and integer rounding,
+// vectorise inside the loops: kConvertsInBlocks), float data no conversion.
 #ifndef OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
 #define OPERATOR_RUNTIME_CORE_CONVERT_CPU_H_
 
@@ -41,18 +41,17 @@ namespace cpu {
 // Values a block loop converts at a time: its float buffers stay in L1.
 constexpr int64_t kConvertBlock = 1024;
 
-// Whether the reduction kernels' loops (OPRT_CPU_CLONES) read 16-bit T through
+// Whether the cpu kernels' loops (OPRT_CPU_CLONES) read 16-bit T through
 // to_floats' blocks rather than converting each element where they use it: f16,
 // whose conversion GCC leaves scalar in a loop. bf16's is a shift that vectorises
 // in place; through blocks, reduce_sum's bf16 rows took longer (256x262144: 8.9
-// -> 10.8 ms, medians of 5) and softmax's and softmax_backward's no less time.
+// -> 10.8 ms, medians of 5), softmax's and softmax_backward's no less time, and
+// the elementwise loops twice as long.
 template <class T>
 constexpr bool kConvertsInBlocks = std::is_same_v<T, f16>;
 
 void to_floats(const f16* in, float* out, int64_t n);
-void to_floats(const bf16* in, float* out, int64_t n);
 void from_floats(const float* in, f16* out, int64_t n);
-void from_floats(const float* in, bf16* out, int64_t n);
 
 }  // namespace cpu
 }  // namespace oprt
