@@ -11,16 +11,7 @@
 #include <operator_runtime/ops/relu.h>
 #include <operator_runtime/ops/softmax.h>
 
-static int failures = 0;
-
-#define EXPECT(condition)                                               \
-  do {                                                                  \
-    if (!(condition)) {                                                 \
-      fprintf(stderr, "%s:%d: %s (last error: %s)\n", __FILE__, __LINE__, \
-              #condition, oprt_last_error_message());                   \
-      ++failures;                                                       \
-    }                                                                   \
-  } while (0)
+#include "tests/c_test_util.h"
 
 static int runs = 0;
 static int64_t last_pieces = 0;
@@ -32,19 +23,6 @@ static void run_last_first(int64_t pieces, oprt_cpu_task_t task, void *context) 
   ++runs;
   last_pieces = pieces;
   for (piece = pieces - 1; piece >= 0; --piece) task(context, piece);
-}
-
-static oprt_tensor_view_t view2(float *data, int64_t rows, int64_t columns) {
-  oprt_tensor_view_t view;
-  memset(&view, 0, sizeof view);
-  view.data = data;
-  view.dtype = OPRT_DTYPE_F32;
-  view.ndim = 2;
-  view.shape[0] = rows;
-  view.shape[1] = columns;
-  view.strides[0] = columns;
-  view.strides[1] = 1;
-  return view;
 }
 
 /* relu and softmax over 64 rows of 4096 (2^18 elements: four pieces of 2^16). */

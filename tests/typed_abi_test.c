@@ -16,30 +16,7 @@
 #include <operator_runtime/ops/softmax_backward.h>
 #include <operator_runtime/ops/vector_add.h>
 
-static int failures = 0;
-
-#define EXPECT(condition)                                               \
-  do {                                                                  \
-    if (!(condition)) {                                                 \
-      fprintf(stderr, "%s:%d: %s (last error: %s)\n", __FILE__, __LINE__, \
-              #condition, oprt_last_error_message());                   \
-      ++failures;                                                       \
-    }                                                                   \
-  } while (0)
-
-/* A contiguous f32 view of data with shape (rows, columns). */
-static oprt_tensor_view_t view2(float *data, int64_t rows, int64_t columns) {
-  oprt_tensor_view_t view;
-  memset(&view, 0, sizeof view);
-  view.data = data;
-  view.dtype = OPRT_DTYPE_F32;
-  view.ndim = 2;
-  view.shape[0] = rows;
-  view.shape[1] = columns;
-  view.strides[0] = columns;
-  view.strides[1] = 1;
-  return view;
-}
+#include "tests/c_test_util.h"
 
 static int near(float a, float b) { return fabsf(a - b) <= 1e-6f * (1.0f + fabsf(b)); }
 
