@@ -188,10 +188,12 @@ void run_pieces(int64_t pieces, Task task, void* context) {
 }  // namespace detail
 
 int cpu_threads() {
-  if (const char* text = std::getenv("OPRT_CPU_THREADS")) {
-    const int requested = std::atoi(text);
-    if (requested > 0) return requested;
-  }
+  // Read once: every cpu execute asks, and the environment does not change under it.
+  static const int requested = [] {
+    const char* text = std::getenv("OPRT_CPU_THREADS");
+    return text != nullptr ? std::atoi(text) : 0;
+  }();
+  if (requested > 0) return requested;
   if (const auto threads = detail::runner_threads.load(std::memory_order_acquire)) {
     return std::max<int32_t>(1, threads());
   }

@@ -18,8 +18,8 @@
 
 namespace oprt {
 
-// Threads a cpu call may use: OPRT_CPU_THREADS when set to a positive number,
-// else those of the runner installed with oprt_set_cpu_runner, else the cores
+// Threads a cpu call may use: OPRT_CPU_THREADS when set to a positive number
+// (read at the first call), else those of the runner installed with oprt_set_cpu_runner, else the cores
 // this process may run on.
 int cpu_threads();
 
