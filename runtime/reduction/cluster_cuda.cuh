@@ -182,6 +182,14 @@ oprt_status_t choose_cluster(const char* op, Kernel kernel, Fits fits, LaunchOf 
   return OPRT_SUCCESS;
 }
 
+// Whether the device runs thread-block clusters (sm_90+).
+inline oprt_status_t device_has_clusters(const char* op, bool* has_clusters) {
+  int major = 0;
+  OPRT_RETURN_IF_ERROR(device_attribute<cudaDevAttrComputeCapabilityMajor>(op, &major));
+  *has_clusters = major >= 9;
+  return OPRT_SUCCESS;
+}
+
 // ---- The grid path ----
 
 // Threads of a grid-path block, and blocks per SM: two blocks of half the
@@ -205,17 +213,24 @@ struct RowMeeting {
   int64_t splits;
 };
 
+// The workspace's layout: the partial results, then (16-byte aligned) the counts.
+template <class Partial>
+size_t row_meeting_arrivals_offset(const ReductionPlan& plan) {
+  const size_t partials = static_cast<size_t>(plan.rows * plan.row_splits) * sizeof(Partial);
+  return (partials + 15) / 16 * 16;
+}
+
 template <class Partial>
 size_t row_meeting_bytes(const ReductionPlan& plan) {
-  const size_t partials = static_cast<size_t>(plan.rows * plan.row_splits) * sizeof(Partial);
-  return (partials + 15) / 16 * 16 + static_cast<size_t>(plan.rows) * sizeof(unsigned);
+  return row_meeting_arrivals_offset<Partial>(plan) +
+         static_cast<size_t>(plan.rows) * sizeof(unsigned);
 }
 
 template <class Partial>
 RowMeeting<Partial> row_meeting(const ReductionPlan& plan, void* workspace) {
-  const size_t partials = static_cast<size_t>(plan.rows * plan.row_splits) * sizeof(Partial);
   return {static_cast<Partial*>(workspace),
-          reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + (partials + 15) / 16 * 16),
+          reinterpret_cast<unsigned*>(static_cast<char*>(workspace) +
+                                      row_meeting_arrivals_offset<Partial>(plan)),
           plan.row_splits};
 }
 
@@ -310,20 +325,25 @@ oprt_status_t choose_grid_rows(const char* op, int staged_tensors, ReductionPlan
   return OPRT_SUCCESS;
 }
 
-// Chooses how rows of row_bytes are held on chip, if at all: rows of more than
-// grid_first_bytes try the grid path first, the others a cluster first (each
-// operator measured where its two paths cross). prepare_grid and
+// Chooses how rows of row_bytes are held on chip, if at all: not on devices
+// without clusters (both paths need sm_90); rows of more than grid_first_bytes
+// try the grid path first, the others a cluster first (each operator measured
+// where its two paths cross), and each path is tried once. prepare_grid and
 // prepare_cluster set the plan when their path holds the rows.
 template <class PrepareGrid, class PrepareCluster>
-oprt_status_t hold_rows_on_chip(size_t row_bytes, size_t grid_first_bytes,
+oprt_status_t hold_rows_on_chip(const char* op, size_t row_bytes, size_t grid_first_bytes,
                                 PrepareGrid prepare_grid, PrepareCluster prepare_cluster,
                                 ReductionPlan* plan) {
-  if (row_bytes > grid_first_bytes) {
+  bool has_clusters = false;
+  OPRT_RETURN_IF_ERROR(device_has_clusters(op, &has_clusters));
+  if (!has_clusters) return OPRT_SUCCESS;
+  const bool grid_first = row_bytes > grid_first_bytes;
+  if (grid_first) {
     OPRT_RETURN_IF_ERROR(prepare_grid(plan));
     if (plan->rows_per_round > 0) return OPRT_SUCCESS;
   }
   OPRT_RETURN_IF_ERROR(prepare_cluster(plan));
-  return plan->splits_share_cluster ? OPRT_SUCCESS : prepare_grid(plan);
+  return plan->splits_share_cluster || grid_first ? OPRT_SUCCESS : prepare_grid(plan);
 }
 
 // A launch of a grid-path kernel: rows_per_round * row_splits blocks, all
@@ -359,14 +379,6 @@ oprt_status_t launch_grid_rows(const char* op, const ReductionPlan& plan,
   if (error != cudaSuccess) {
     return fail(OPRT_ERR_RUNTIME, "%s: grid-path launch failed: %s", op, cudaGetErrorString(error));
   }
-  return OPRT_SUCCESS;
-}
-
-// Whether the device runs thread-block clusters (sm_90+).
-inline oprt_status_t device_has_clusters(const char* op, bool* has_clusters) {
-  int major = 0;
-  OPRT_RETURN_IF_ERROR(device_attribute<cudaDevAttrComputeCapabilityMajor>(op, &major));
-  *has_clusters = major >= 9;
   return OPRT_SUCCESS;
 }
 

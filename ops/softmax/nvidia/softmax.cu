@@ -652,13 +652,11 @@ ClusterLaunch cluster_launch(const ReductionPlan& plan, int64_t chunk, bool whol
   return ClusterLaunch(plan, kClusterBlockThreads, static_cast<size_t>(tail) * sizeof(T), stream);
 }
 
-// Chooses the cluster path for plan when the device has clusters (sm_90+) and
-// a cluster of at most kMaxClusterBlocks blocks holds a row (choose_cluster).
+// Chooses the cluster path for plan when a cluster of at most
+// kMaxClusterBlocks blocks holds a row (choose_cluster); hold_rows_on_chip
+// calls it on devices with clusters only.
 template <class T>
 oprt_status_t prepare_cluster(ReductionPlan* plan) {
-  bool has_clusters = false;
-  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax", &has_clusters));
-  if (!has_clusters) return OPRT_SUCCESS;
   size_t dynamic_limit = 0;
   OPRT_RETURN_IF_ERROR(allow_large_clusters(
       "softmax", &dynamic_limit, softmax_rows_in_cluster<T, 1, true>,
@@ -675,13 +673,9 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
       plan);
 }
 
-// Chooses the grid path for rows of stride 1 that no cluster holds
-// (choose_grid_rows).
+// Chooses the grid path for rows of stride 1 (choose_grid_rows).
 template <class T>
 oprt_status_t prepare_grid(ReductionPlan* plan) {
-  bool has_clusters = false;
-  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax", &has_clusters));
-  if (!has_clusters) return OPRT_SUCCESS;
   return choose_grid_rows<T>("softmax", 1, plan, softmax_rows_across_grid<T, kWide<T>, false>,
                              softmax_rows_across_grid<T, kWide<T>, true>,
                              softmax_rows_across_grid<T, 1, true>);
@@ -697,8 +691,8 @@ constexpr size_t kGridFirstRowBytes = 512 * 1024;
 
 template <class T>
 oprt_status_t prepare_on_chip(ReductionPlan* plan) {
-  return hold_rows_on_chip(static_cast<size_t>(plan->row_length) * sizeof(T), kGridFirstRowBytes,
-                           prepare_grid<T>, prepare_cluster<T>, plan);
+  return hold_rows_on_chip("softmax", static_cast<size_t>(plan->row_length) * sizeof(T),
+                           kGridFirstRowBytes, prepare_grid<T>, prepare_cluster<T>, plan);
 }
 
 template <class T, int kVec, bool kWholeVectors>

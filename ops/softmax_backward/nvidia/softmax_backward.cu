@@ -309,17 +309,13 @@ bool fits_in_registers(const ReductionPlan& plan) {
          int64_t{kMaxBlockThreads} * vectors_per_thread(kWide<T>) * kWide<T>;
 }
 
-// Chooses the cluster path for rows of stride 1 too long for the register
-// path, on devices with clusters, when a cluster of at most kMaxClusterBlocks
-// blocks of at most kStagedChunkBytes holds a row. (Clusters of blocks of all
-// the shared memory a block may have held 256x262144 f32 at 49 % of the copy
-// bandwidth, against the two walks' 60 % and the grid path's 80 %: H200.)
+// Chooses the cluster path (prepare_on_chip) when a cluster of at most
+// kMaxClusterBlocks blocks of at most kStagedChunkBytes holds a row. (Clusters
+// of blocks of all the shared memory a block may have held 256x262144 f32 at
+// 49 % of the copy bandwidth, against the two walks' 60 % and the grid path's
+// 80 %: H200.)
 template <class T>
 oprt_status_t prepare_cluster(ReductionPlan* plan) {
-  if (plan->in_axis_stride != 1 || fits_in_registers<T>(*plan)) return OPRT_SUCCESS;
-  bool has_clusters = false;
-  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax_backward", &has_clusters));
-  if (!has_clusters) return OPRT_SUCCESS;
   const auto kernel = softmax_backward_rows_in_cluster<T, kWide<T>, false>;
   size_t dynamic_limit = 0;
   OPRT_RETURN_IF_ERROR(allow_large_clusters("softmax_backward", &dynamic_limit,
@@ -336,14 +332,9 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
       plan);
 }
 
-// Chooses the grid path for rows of stride 1 too long for the register path
-// that no cluster holds (choose_grid_rows).
+// Chooses the grid path (prepare_on_chip; choose_grid_rows).
 template <class T>
 oprt_status_t prepare_grid(ReductionPlan* plan) {
-  if (plan->in_axis_stride != 1 || fits_in_registers<T>(*plan)) return OPRT_SUCCESS;
-  bool has_clusters = false;
-  OPRT_RETURN_IF_ERROR(device_has_clusters("softmax_backward", &has_clusters));
-  if (!has_clusters) return OPRT_SUCCESS;
   return choose_grid_rows<T>("softmax_backward", 2, plan,
                              softmax_backward_rows_across_grid<T, kWide<T>, false>,
                              softmax_backward_rows_across_grid<T, kWide<T>, true>,
@@ -357,10 +348,13 @@ oprt_status_t prepare_grid(ReductionPlan* plan) {
 // clusters (32768 f32: 127 against 138, 65536 bf16: 239 against 254).
 constexpr size_t kGridFirstRowBytes = 256 * 1024;
 
+// Rows of stride 1 too long for the register path are held on chip when a
+// path holds them (hold_rows_on_chip).
 template <class T>
 oprt_status_t prepare_on_chip(ReductionPlan* plan) {
-  return hold_rows_on_chip(staged_bytes<T>(plan->row_length), kGridFirstRowBytes, prepare_grid<T>, prepare_cluster<T>,
-                           plan);
+  if (plan->in_axis_stride != 1 || fits_in_registers<T>(*plan)) return OPRT_SUCCESS;
+  return hold_rows_on_chip("softmax_backward", staged_bytes<T>(plan->row_length),
+                           kGridFirstRowBytes, prepare_grid<T>, prepare_cluster<T>, plan);
 }
 
 template <class T, int kVec, bool kWholeVectors>
