@@ -18,7 +18,8 @@ import pytest
 import torch
 
 import operator_runtime as ort
-from operator_runtime import _C
+from operator_runtime import _C, _build_info
+from operator_runtime._internal.torch_release import running_release
 from operator_runtime.errors import error_for_status
 from operator_runtime.ops import Kind
 
@@ -309,6 +310,30 @@ def test_tilelang_is_registered_and_says_why_it_cannot_run():
 def test_import_does_not_import_tilelang():
     code = "import sys, operator_runtime; sys.exit('tilelang' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ)).returncode == 0
+
+
+def test_import_refuses_another_torch_release_before_loading_the_binding():
+    # _C binds to the C++ API of the torch release it was built against (_build_info).
+    code = (
+        "import sys, torch; torch.__version__ = '2.99.0+cu999'\n"
+        "try:\n    import operator_runtime\n"
+        "except ImportError as error:\n    print(error); sys.exit('operator_runtime._C' in sys.modules)\n"
+        "sys.exit('imported')"
+    )
+    result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True)
+    release = _build_info.TORCH_RELEASE
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == (
+        f"operator_runtime's _C was built against torch {release} and cannot run with torch "
+        f"2.99.0+cu999: install torch=={release}.* or an oprt built against torch 2.99 (README.md, Install)"
+    )
+
+
+def test_the_binding_was_built_for_this_interpreter_and_torch():
+    assert _build_info.PYTHON_TAG == "cp%d%d" % sys.version_info[:2]
+    assert running_release(torch.__version__) == _build_info.TORCH_RELEASE
+    assert running_release("2.11.0+cu130") == "2.11"
+    assert running_release("2.13.0a0+git1234") == "2.13"
 
 
 def test_native_backend_names_cannot_be_replaced():

@@ -14,8 +14,9 @@ What is checked (one rule per kind of reference):
 - Bazel labels `//pkg` and `//pkg:name`, anywhere in the text, fenced blocks included:
   `pkg/BUILD.bazel` must exist and, with `:name` (default: the package's last
   component), the name must be a target there: a `name = "..."` in the BUILD file, a
-  file of the package, a name `oprt_operator` (ops/defs.bzl) declares when the BUILD
-  file calls it, or `<name>.so` of a `pybind_extension`. Patterns (`//...`, `:all`)
+  file of the package, a name a macro (`oprt_operator`, `operator_runtime_binding`, ...:
+  `_MACRO_TARGETS`) declares when the BUILD file calls it, or `<name>.so` of a
+  `pybind_extension`. Patterns (`//...`, `:all`)
   and labels of other repositories (`@repo//...`, `@//...`) are skipped, and so is a bare
   `//` (a C++ comment in a code block).
 - Placeholders: `<op>` (any `<...>`) and `*` match any one component and `{h,cc}`
@@ -61,8 +62,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "new_op"))
 import new_op  # noqa: E402  (tools/new_op/new_op.py, beside this file)
 
 # The names macros declare without a `name = "..."` in the BUILD file that calls them:
-# oprt_operator (ops/defs.bzl, with ops/metax.bzl and ops/tilelang.bzl) besides the operator's own name, and
-# metax_runtime_libraries (ops/metax.bzl) in //runtime.
+# oprt_operator (ops/defs.bzl, with ops/metax.bzl and ops/tilelang.bzl) besides the operator's own name,
+# metax_runtime_libraries (ops/metax.bzl) in //runtime, and operator_runtime_binding
+# (python/defs.bzl) besides its wheel, with the prefix "" of //python's own _C.
 _MACRO_TARGETS = {
     "oprt_operator(": (
         "header",
@@ -83,6 +85,13 @@ _MACRO_TARGETS = {
         "test_tilelang",
         "test_tilelang_eager",
         "test_tilelang_lazy",
+    ),
+    "operator_runtime_binding(": (
+        "torch_kernels",
+        "operator_runtime/_C",
+        "operator_runtime/_C.so",
+        "build_info",
+        "operator_runtime/_build_info.py",
     ),
     "metax_runtime_libraries(": tuple(
         f"{prefix}{variant}{suffix}"

@@ -12,6 +12,10 @@ reduce_sum, softmax, ...); see ``operators()``. ``op`` and ``op_`` are also
 share a bounded cache of descriptors (``descriptor_cache_info()``).
 """
 
+from operator_runtime._internal.torch_release import check_torch_release
+
+check_torch_release()  # before anything loads _C, which binds to one torch release
+
 from operator_runtime import ops as _ops
 from operator_runtime.backends import (
     available_backends,

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Runs oprt's tests on a GPU host that has no Bazel.
-# Needs: Python >= 3.10 with torch (and its C++ headers), pybind11 and pytest, a C++17
-# compiler, a CUDA driver.
+# Needs: Python >= 3.10 with torch, pytest and pip, a CUDA driver; to build a binding
+# (see below) also torch's C++ headers, pybind11 and a C++17 compiler.
 # usage: run_tests.sh [--ops="copy softmax"] [--backends="cpu nvidia metax tilelang"] [-- extra pytest args]
-# Builds the thin pybind11 binding for this host's Python against a bundled
-# library, then runs each operator's case table per backend and the cross-operator
-# tests, printing pytest's summary for each and a total. Backend metax runs from
+# Runs each operator's case table per backend and the cross-operator tests, printing
+# pytest's summary for each and a total. Backend metax runs from
 # liboperator_runtime_metax_compat.so (the metax sources compiled by nvcc, on this
-# NVIDIA GPU); every other backend from liboperator_runtime.so. The binding is built
-# once per library and the cross-operator tests run once per library. Backend
-# tilelang needs TileLang importable (and CUDA_HOME set to the toolkit it compiles
-# with); it runs once per style in $OPRT_TILELANG_STYLES (default "eager lazy").
+# NVIDIA GPU); every other backend from liboperator_runtime.so, whose package is the
+# bundled wheel for this host's Python when wheels/ has one (bundle_cp312_torch2_11:
+# pip-installed under build/wheel, the package a user installs), else a binding built
+# here against the library. The metax-compat binding is always built here. Each
+# library's package is set up once and the cross-operator tests run once per library;
+# the line "package for <library>: ..." says which. Backend tilelang needs TileLang
+# importable (and CUDA_HOME set to the toolkit it compiles with); it runs once per
+# style in $OPRT_TILELANG_STYLES (default "eager lazy").
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
@@ -27,19 +30,31 @@ done
 python=${PYTHON:-python3}
 cd "$here" || exit 1
 
-ext=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))') || exit 1
-read -r pybind_include python_include torch_dir cxx11_abi < <("$python" -c \
-  'import os, pybind11, sysconfig, torch; print(pybind11.get_include(), sysconfig.get_paths()["include"], os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI))') || exit 1
+read -r ext python_tag torch_release < <("$python" -c \
+  'import re, sys, sysconfig, torch; print(sysconfig.get_config_var("EXT_SUFFIX"), "cp%d%d" % sys.version_info[:2], re.match(r"\d+\.\d+", torch.__version__).group())') || exit 1
+wheel=$(ls wheels/oprt-*-"$python_tag"-"$python_tag"-*.whl 2>/dev/null | head -1)
 
 library_of() {
   if [ "$1" = metax ]; then echo liboperator_runtime_metax_compat.so; else echo liboperator_runtime.so; fi
 }
 
-# Builds operator_runtime._C against lib/$1 (once) and makes it the one Python imports.
+# Sets package_root to the folder whose operator_runtime runs on lib/$1: the bundled
+# wheel, installed once, or python/ with _C built against lib/$1 (once) and linked in.
 use_library() {
+  if [ "$1" = liboperator_runtime.so ] && [ -n "$wheel" ]; then
+    if [ ! -d build/wheel ]; then
+      "$python" -m pip install -q --no-deps --no-index --no-compile --disable-pip-version-check \
+        --target build/wheel "$wheel" || return 1
+    fi
+    echo "run_tests.sh: package for $1: the wheel $wheel, installed in build/wheel"
+    package_root="$here/build/wheel"
+    return
+  fi
   local built="build/${1%.so}/_C$ext"
   if [ ! -f "$built" ]; then
     echo "run_tests.sh: building operator_runtime._C$ext against lib/$1"
+    read -r pybind_include python_include torch_dir cxx11_abi < <("$python" -c \
+      'import os, pybind11, sysconfig, torch; print(pybind11.get_include(), sysconfig.get_paths()["include"], os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI))') || return 1
     mkdir -p "$(dirname "$built")"
     # pybind11's own headers come before torch's bundled copy; the torch kernels
     # build against this host's torch (its headers, libc10 and libtorch_cpu), with
@@ -51,9 +66,14 @@ use_library() {
       -Wl,-rpath,"$here/lib" -Wl,-rpath,"$torch_dir/lib" -o "$built" || return 1
   fi
   ln -sfn "$here/$built" "python/operator_runtime/_C$ext"
+  # What the package's import-time check compares torch with (as Bazel's venv writes it).
+  printf 'PYTHON_TAG = "%s"\nTORCH_RELEASE = "%s"\n' "$python_tag" "$torch_release" \
+    > python/operator_runtime/_build_info.py
+  echo "run_tests.sh: package for $1: python/ with $built"
+  package_root="$here/python"
 }
 
-export PYTHONPATH="$here/python:$here${PYTHONPATH:+:$PYTHONPATH}"
+outer_pythonpath=${PYTHONPATH:-}
 failed=0
 summary=()
 run_table() {  # op backend label
@@ -67,6 +87,7 @@ pytest_args=("$@")
 libraries=$(for backend in $backends; do library_of "$backend"; done | awk '!seen[$0]++')
 for library in $libraries; do
   use_library "$library" || exit 1
+  export PYTHONPATH="$package_root:$here/python:$here${outer_pythonpath:+:$outer_pythonpath}"
   for op in $ops; do
     for backend in $backends; do
       [ "$(library_of "$backend")" = "$library" ] || continue

@@ -1,4 +1,4 @@
-"""pybind_extension: a pybind11 module built against the @python_venv interpreter.
+"""pybind_extension: a pybind11 module built against a venv's interpreter (@python_venv by default).
 
     load("//tools/pybind:defs.bzl", "pybind_extension")
 
@@ -14,7 +14,7 @@ provides the Py* symbols.
 load("@rules_cc//cc:defs.bzl", "cc_binary")
 load("//tools/cc:defs.bzl", "CXX_STANDARD_COPTS")
 
-def pybind_extension(name, srcs, deps = [], copts = [], linkopts = [], **kwargs):
+def pybind_extension(name, srcs, deps = [], copts = [], linkopts = [], venv = "@python_venv", **kwargs):
     """Declares `<name>.so`, a Python extension module importable as the last part of `name`.
 
     Args:
@@ -23,12 +23,13 @@ def pybind_extension(name, srcs, deps = [], copts = [], linkopts = [], **kwargs)
       deps: cc_library or device libraries the module calls.
       copts: extra compiler flags.
       linkopts: extra linker flags.
+      venv: the //tools/python:extensions.bzl venv whose Python and pybind11 headers it uses.
       **kwargs: passed to cc_binary (visibility, tags, target_compatible_with, ...).
     """
     cc_binary(
         name = name + ".so",
         srcs = srcs,
-        deps = deps + ["@python_venv//:pybind11"],
+        deps = deps + [venv + "//:pybind11"],
         # pybind11's own advice: hide the module's symbols so two modules built against
         # different pybind11 versions never share its internals.
         copts = CXX_STANDARD_COPTS + ["-fvisibility=hidden"] + copts,

@@ -33,15 +33,24 @@ def host_python(rctx, interpreter):
     """The absolute path of the real interpreter behind `interpreter` on PATH.
 
     Version managers such as pyenv put shims on PATH; resolving through sys.executable
-    gives the interpreter itself, whose changes then refetch the repository.
+    gives the interpreter itself, whose changes then refetch the repository. A pyenv
+    shim of a version that is not the active one (`python3.12` while 3.11 is global)
+    answers only when asked for that version, so a name `pythonX.Y` is asked with
+    PYENV_VERSION=X.Y (which anything but pyenv ignores).
     """
     found = rctx.which(interpreter)
     if not found:
         fail("no `%s` on PATH: a Python 3 interpreter is needed to run pip" % interpreter)
-    python = execute_or_fail(
-        rctx,
-        [found, "-c", "import sys; print(sys.executable)"],
-        "asking %s for its executable" % found,
-    ).strip()
+    version = interpreter[len("python"):]
+    environment = {"PYENV_VERSION": version} if "." in version else {}
+    result = rctx.execute([found, "-c", "import sys; print(sys.executable)"], environment = environment)
+    if result.return_code != 0:
+        fail("asking %s for its executable failed with exit code %d:\n%s\n%s" % (
+            found,
+            result.return_code,
+            result.stdout,
+            result.stderr,
+        ))
+    python = result.stdout.strip()
     rctx.watch(python)
     return python

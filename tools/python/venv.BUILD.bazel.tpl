@@ -5,6 +5,8 @@ load("@rules_python//python:defs.bzl", "py_runtime", "py_runtime_pair")
 
 package(default_visibility = ["//visibility:public"])
 
+exports_files(["build_info.py"])
+
 # The interpreter is referenced by absolute path rather than packaged as runfiles:
 # packaging the venv's ~18k files into every test's runfiles costs ~20 s per test.
 py_runtime(

@@ -13,7 +13,7 @@ def _oprt_wheel_impl(ctx):
     args.add("--version", ctx.attr.version)
     args.add("--tag", tag)
     args.add("--summary", ctx.attr.summary)
-    args.add_all(ctx.attr.requires, before_each = "--requires")
+    args.add("--build-info", ctx.file.build_info)
     files = ctx.files.srcs
     for file in files:
         path = file.short_path
@@ -24,7 +24,7 @@ def _oprt_wheel_impl(ctx):
     ctx.actions.run(
         executable = ctx.executable._make_wheel,
         arguments = [args],
-        inputs = files,
+        inputs = files + [ctx.file.build_info],
         outputs = [out],
         mnemonic = "OprtWheel",
         progress_message = "Writing wheel %s" % out.short_path,
@@ -42,7 +42,11 @@ oprt_wheel = rule(
         "abi": attr.string(mandatory = True),
         "platform": attr.string(mandatory = True),
         "summary": attr.string(),
-        "requires": attr.string_list(),
+        "build_info": attr.label(
+            mandatory = True,
+            allow_single_file = [".py"],
+            doc = "_C's operator_runtime/_build_info.py: its Python tag and the torch release it needs.",
+        ),
         "_make_wheel": attr.label(
             default = "//tools/wheel:make_wheel",
             executable = True,
