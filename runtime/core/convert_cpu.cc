@@ -61,7 +61,7 @@ struct Converters {
 
   Converters() {
 #if OPRT_HAS_X86_PATHS
-    if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+    if (cpu_has_f16c()) {
       f16_to_floats = f16_to_floats_f16c;
       floats_to_f16 = floats_to_f16_f16c;
     }
@@ -75,6 +75,15 @@ const Converters& converters() {
 }
 
 }  // namespace
+
+bool cpu_has_f16c() {
+#if OPRT_HAS_X86_PATHS
+  static const bool has = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return has;
+#else
+  return false;
+#endif
+}
 
 void to_floats(const f16* in, float* out, int64_t n) { converters().f16_to_floats(in, out, n); }
 void from_floats(const float* in, f16* out, int64_t n) { converters().floats_to_f16(in, out, n); }

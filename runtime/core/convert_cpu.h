@@ -50,6 +50,10 @@ constexpr int64_t kConvertBlock = 1024;
 template <class T>
 constexpr bool kConvertsInBlocks = std::is_same_v<T, f16>;
 
+// Whether this CPU has the F16C instructions (and AVX), asked once: the x86 paths
+// compiled for them (target attributes) run only where it does.
+bool cpu_has_f16c();
+
 void to_floats(const f16* in, float* out, int64_t n);
 void from_floats(const float* in, f16* out, int64_t n);
 
