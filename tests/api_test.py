@@ -336,6 +336,39 @@ def test_the_binding_was_built_for_this_interpreter_and_torch():
     assert running_release("2.13.0a0+git1234") == "2.13"
 
 
+def _sum_in_lanes(row: np.ndarray) -> float:
+    """operators.md's cpu accumulation of a contiguous row: per 4096-element block, 16
+    f32 lanes (element i to lane i % 16, the tail into lane 0), the lanes added in double."""
+    total = 0.0
+    for first in range(0, len(row), 4096):
+        block = row[first:first + 4096].astype(np.float32)
+        whole = len(block) // 16 * 16
+        lanes = np.zeros(16, np.float32)
+        for group in range(0, whole, 16):
+            lanes += block[group:group + 16]
+        for value in block[whole:]:
+            lanes[0] += value
+        total += sum(float(lane) for lane in lanes)
+    return total
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_cpu_reduce_sum_adds_contiguous_rows_in_the_documented_lanes(dtype):
+    # f16 rows take their own F16C loop where the CPU has it; it must add the same
+    # values in the same lanes and order as every other dtype's loop. Lanes 0-7 and
+    # 8-15 grow to -+2^22 (ulp 0.5), where the small values between them are lost, so
+    # another order gives another sum even after rounding to f16 (a plain sum: 352.5
+    # instead of 290.5 at length 4095).
+    rng = np.random.default_rng(7)
+    for length in (1, 15, 17, 4095, 4097, 10007):
+        i = np.arange(length)
+        big = np.where(i % 16 < 8, 60000.0, -60000.0)
+        rows = np.where(i % 32 < 16, big, rng.uniform(0.05, 0.3, (3, length))).astype(dtype)
+        ours = ort.reduce_sum(torch.from_numpy(rows), dim=1, backend="cpu").numpy()
+        expected = np.array([np.float32(_sum_in_lanes(row)) for row in rows]).astype(dtype)
+        assert np.array_equal(ours, expected), length
+
+
 def test_native_backend_names_cannot_be_replaced():
     with pytest.raises(ort.InvalidArgumentError):
         ort.register_python_backend("cpu", _FakePythonBackend())
