@@ -154,6 +154,40 @@ def test_compiled_forward_and_backward_match_eager(device):
     torch.testing.assert_close(grads[1], w.grad, rtol=1e-5, atol=1e-5)
 
 
+def _python_files_run_by(call) -> set[str]:
+    seen = set()
+
+    def profile(frame, event, _arg):
+        if event == "call":
+            seen.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def _runs_pythons_autograd_kernel(call) -> bool:
+    # torch.library.register_autograd's kernel (torch/_library/autograd.py)
+    return any(name.replace("\\", "/").endswith("_library/autograd.py")
+               for name in _python_files_run_by(call))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_only_calls_that_need_a_gradient_run_the_python_autograd_kernel(name, device):
+    # _C's C++ autograd kernel sends the others below autograd (it cost ~3.7 us a call).
+    ours, _, shapes = CASES[name]
+    inputs = [torch.randn(*shape, device=device) for shape in shapes]
+    assert not _runs_pythons_autograd_kernel(lambda: ours(*inputs))
+    with torch.no_grad():
+        needing = [x.clone().requires_grad_(True) for x in inputs]
+        assert not _runs_pythons_autograd_kernel(lambda: ours(*needing))
+    assert _runs_pythons_autograd_kernel(lambda: ours(*needing).sum().backward())
+    assert all(x.grad is not None for x in needing)
+
+
 def test_backward_ops_have_no_gradient_of_their_own(device):
     x = torch.randn(4, 8, device=device, requires_grad=True)
     y = ort.softmax(x, -1)

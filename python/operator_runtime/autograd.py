@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from operator_runtime import _C
 from operator_runtime.operator_table import normalize_axis
 
 _OPS = torch.ops.oprt
@@ -105,7 +106,11 @@ GRADIENTS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 
 
 def register(namespace: str, library: torch.library.Library) -> None:
+    """The formulas for the Autograd alias key, then _C's C++ kernel for CPU and CUDA
+    tensors, which sends the calls that need no gradient straight below autograd and the
+    others to these formulas."""
     for name, (setup_context, backward) in GRADIENTS.items():
         torch.library.register_autograd(
             f"{namespace}::{name}", backward, setup_context=setup_context, lib=library
         )
+    _C.register_autograd_fast_paths(namespace, list(GRADIENTS))

@@ -389,6 +389,15 @@ PYBIND11_MODULE(_C, m) {
       "Registers the C++ CPU and CUDA kernels of ops, given as (op, operator index, "
       "out_variant, python_op); python_op takes every call the C++ fast path does not.");
   m.def(
+      "register_autograd_fast_paths",
+      [](const std::string& ns, const std::vector<std::string>& ops) {
+        oprt_python::register_autograd_fast_paths(ns, ops);
+      },
+      py::arg("namespace"), py::arg("ops"),
+      "Registers the C++ autograd kernel of ops (functional ops whose gradient "
+      "torch.library.register_autograd registered) for CPU and CUDA tensors: calls that "
+      "need no gradient skip the Python autograd kernel.");
+  m.def(
       "set_backend_table",
       [](const std::vector<int32_t>& codes) { oprt_python::set_backend_table(codes); },
       py::arg("codes"),

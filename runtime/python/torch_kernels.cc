@@ -11,10 +11,12 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/DispatchKeySet.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
@@ -192,6 +194,40 @@ class OperatorKernel final : public c10::OperatorKernel {
   c10::OperatorHandle python_;
 };
 
+// The AutogradCPU and AutogradCUDA kernel of a functional op with a gradient. A
+// call no gradient can flow through (grad mode off, or no input requires grad)
+// goes straight below autograd, as torch's own C++ autograd kernels do: the Python
+// kernel torch.library.register_autograd installs (operator_runtime/autograd.py)
+// cost every such call about 3.7 us of Python on the cpu machine. A call that
+// needs the gradient is handed to that Python kernel: it is registered for the
+// Autograd alias, which fills every autograd key this kernel was not registered
+// for, so a redispatch through AutogradOther reaches it with the rest of the call's
+// keys (fake, functionalization and tracing modes included) unchanged.
+class AutogradFastPathKernel final : public c10::OperatorKernel {
+ public:
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                  torch::jit::Stack* stack) {
+    const c10::DispatchKeySet below_autograd = keys & c10::after_autograd_keyset;
+    if (needs_gradient(op, *stack)) {
+      op.redispatchBoxed(below_autograd | c10::DispatchKeySet(c10::DispatchKey::AutogradOther),
+                         stack);
+      return;
+    }
+    at::AutoDispatchBelowAutograd guard;
+    op.redispatchBoxed(below_autograd, stack);
+  }
+
+ private:
+  static bool needs_gradient(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
+    if (!c10::GradMode::is_enabled()) return false;
+    const size_t arguments = op.schema().arguments().size();
+    for (size_t i = stack.size() - arguments; i < stack.size(); ++i) {
+      if (stack[i].isTensor() && stack[i].toTensor().requires_grad()) return true;
+    }
+    return false;
+  }
+};
+
 // Prepared descriptors that runs may take through _prepared_run, by id.
 struct PreparedEntry {
   const oprt_operator_t* op;
@@ -317,6 +353,19 @@ void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel
     }
     library->impl("_prepared_run",
                   torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PreparedRunKernel>()));
+    libraries->push_back(std::move(library));
+  }
+}
+
+void register_autograd_fast_paths(const std::string& ns, const std::vector<std::string>& ops) {
+  static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
+  for (c10::DispatchKey key : {c10::DispatchKey::AutogradCPU, c10::DispatchKey::AutogradCUDA}) {
+    auto library =
+        std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__);
+    for (const std::string& op : ops) {
+      library->impl(op.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                    std::make_unique<AutogradFastPathKernel>()));
+    }
     libraries->push_back(std::move(library));
   }
 }

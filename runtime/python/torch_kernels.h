@@ -29,6 +29,11 @@ struct TorchKernel {
 // and their Python implementations must be defined already.
 void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels);
 
+// Registers, for CPU and CUDA tensors, the autograd kernel of the functional ops
+// (e.g. "softmax") whose gradient torch.library.register_autograd has registered:
+// calls that need no gradient skip that Python kernel; the others still run it.
+void register_autograd_fast_paths(const std::string& ns, const std::vector<std::string>& ops);
+
 // Makes a created descriptor (handle, of op, on device -1 for the CPU) runnable
 // through _prepared_run with tensors of the layouts it was created for (out, then
 // the inputs); returns its id. unregister_prepared before destroying it.
