@@ -333,40 +333,46 @@ void unregister_prepared(int64_t id) {
   registry.entries.erase(it);
 }
 
-void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels) {
-  // Registrations last as long as their Library objects: for the process.
+namespace {
+
+// A library of kernels for the dispatch key in the namespace, kept for the process:
+// registrations last as long as their Library objects.
+torch::Library& process_library(const std::string& ns, c10::DispatchKey key) {
   static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
+  libraries->push_back(
+      std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__));
+  return *libraries->back();
+}
+
+}  // namespace
+
+void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels) {
   static const bool fork_handlers_installed =
       pthread_atfork([] { prepared_registry().mutex.lock(); },
                      [] { prepared_registry().mutex.unlock(); },
                      [] { prepared_registry().mutex.unlock(); }) == 0;
   (void)fork_handlers_installed;
   for (c10::DispatchKey key : {c10::DispatchKey::CPU, c10::DispatchKey::CUDA}) {
-    auto library =
-        std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__);
+    torch::Library& library = process_library(ns, key);
     for (const TorchKernel& kernel : kernels) {
       c10::OperatorHandle python = c10::Dispatcher::singleton().findSchemaOrThrow(
           (ns + "::" + kernel.python_op).c_str(), "");
-      library->impl(kernel.op.c_str(),
-                    torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OperatorKernel>(
-                        kernel.op_index, kernel.out_variant, python)));
+      library.impl(kernel.op.c_str(),
+                   torch::CppFunction::makeFromBoxedFunctor(std::make_unique<OperatorKernel>(
+                       kernel.op_index, kernel.out_variant, python)));
     }
-    library->impl("_prepared_run",
-                  torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PreparedRunKernel>()));
-    libraries->push_back(std::move(library));
+    library.impl("_prepared_run",
+                 torch::CppFunction::makeFromBoxedFunctor(std::make_unique<PreparedRunKernel>()));
   }
 }
 
 void register_autograd_fast_paths(const std::string& ns, const std::vector<std::string>& ops) {
-  static auto* libraries = new std::vector<std::unique_ptr<torch::Library>>();
   for (c10::DispatchKey key : {c10::DispatchKey::AutogradCPU, c10::DispatchKey::AutogradCUDA}) {
-    auto library =
-        std::make_unique<torch::Library>(torch::Library::IMPL, ns, key, __FILE__, __LINE__);
+    torch::Library& library = process_library(ns, key);
     for (const std::string& op : ops) {
-      library->impl(op.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                    std::make_unique<AutogradFastPathKernel>()));
+      library.impl(op.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                   std::make_unique<AutogradFastPathKernel>()));
     }
-    libraries->push_back(std::move(library));
   }
 }
 

@@ -18,13 +18,13 @@ PIP_ENVIRON = [
     "PIP_TRUSTED_HOST",
 ]
 
-def execute_or_fail(rctx, arguments, what, timeout = 600):
+def execute_or_fail(rctx, arguments, what, timeout = 600, environment = {}):
     """Runs `arguments` in the repository directory; fails with its output if it fails.
 
     Returns:
       The command's stdout.
     """
-    result = rctx.execute(arguments, timeout = timeout)
+    result = rctx.execute(arguments, timeout = timeout, environment = environment)
     if result.return_code != 0:
         fail("%s failed with exit code %d:\n%s\n%s" % (what, result.return_code, result.stdout, result.stderr))
     return result.stdout
@@ -43,14 +43,11 @@ def host_python(rctx, interpreter):
         fail("no `%s` on PATH: a Python 3 interpreter is needed to run pip" % interpreter)
     version = interpreter[len("python"):]
     environment = {"PYENV_VERSION": version} if "." in version else {}
-    result = rctx.execute([found, "-c", "import sys; print(sys.executable)"], environment = environment)
-    if result.return_code != 0:
-        fail("asking %s for its executable failed with exit code %d:\n%s\n%s" % (
-            found,
-            result.return_code,
-            result.stdout,
-            result.stderr,
-        ))
-    python = result.stdout.strip()
+    python = execute_or_fail(
+        rctx,
+        [found, "-c", "import sys; print(sys.executable)"],
+        "asking %s for its executable" % found,
+        environment = environment,
+    ).strip()
     rctx.watch(python)
     return python
