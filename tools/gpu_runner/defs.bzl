@@ -16,6 +16,7 @@ _FILES = {
     "runtime/python/torch_kernels.cc": "//runtime:python/torch_kernels.cc",
     "runtime/python/torch_kernels.h": "//runtime:python/torch_kernels.h",
     "run_tests.sh": "//tools/gpu_runner:run_tests.sh",
+    "native_backtrace.c": "//tools/gpu_runner:native_backtrace.c",
     "ops/registry.bzl": "//ops:registry.bzl",
     "ops/tilelang_kernels.py": "//ops:tilelang_kernels.py",
 }

@@ -13,7 +13,9 @@
 # library's package is set up once and the cross-operator tests run once per library;
 # the line "package for <library>: ..." says which. Backend tilelang needs TileLang
 # importable (and CUDA_HOME set to the toolkit it compiles with); it runs once per
-# style in $OPRT_TILELANG_STYLES (default "eager lazy").
+# style in $OPRT_TILELANG_STYLES (default "eager lazy"). Every Python process it starts
+# has native_backtrace.c preloaded (built here with $CC, else cc): a crash prints the
+# native stack beside faulthandler's Python one.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ops=$(sed -n 's/^    "\(.*\)",$/\1/p' "$here/ops/registry.bzl" 2>/dev/null)
@@ -29,6 +31,12 @@ while [ $# -gt 0 ]; do
 done
 python=${PYTHON:-python3}
 cd "$here" || exit 1
+
+if [ ! -f build/native_backtrace.so ]; then
+  mkdir -p build && ${CC:-cc} -O1 -shared -fPIC -o build/native_backtrace.so native_backtrace.c ||
+    echo "run_tests.sh: native_backtrace.c did not build; crashes will show Python frames only" >&2
+fi
+[ -f build/native_backtrace.so ] && export LD_PRELOAD="$here/build/native_backtrace.so${LD_PRELOAD:+:$LD_PRELOAD}"
 
 read -r ext python_tag torch_release < <("$python" -c \
   'import re, sys, sysconfig, torch; print(sysconfig.get_config_var("EXT_SUFFIX"), "cp%d%d" % sys.version_info[:2], re.match(r"\d+\.\d+", torch.__version__).group())') || exit 1
