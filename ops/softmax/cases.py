@@ -9,7 +9,9 @@ import torch
 from operator_runtime_testing.api_errors import common_api_error_cases
 from operator_runtime_testing.cases import (
     BenchmarkCase,
+    Contiguous,
     CorrectnessCase,
+    Offset,
     OpSpec,
     Padded,
     Tolerance,
@@ -75,6 +77,17 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("rows_beyond_a_cluster_odd", spec((7, 2097153)), {}),
         ("rows_beyond_a_cluster_in_place", spec((7, 2097152)), {"in_place": 0}),
     ]
+    # Rows of 8193 to 32768 elements, which the nvidia register path holds in one
+    # block per row (16-bit ones as loaded, two to a register): aligned, odd with a
+    # misaligned start, in place, padded, masked with -inf and as long as it holds.
+    register_rows = [
+        ("register_rows", spec((40, 20000)), {}),
+        ("register_rows_odd_misaligned", spec((33, 12345), Offset(Contiguous(), 3)), {}),
+        ("register_rows_in_place", spec((24, 16384)), {"in_place": 0}),
+        ("register_rows_padded", spec((20, 9000), Padded(8)), {}),
+        ("register_rows_longest_misaligned", spec((12, 32768), Offset(Contiguous(), 1)), {}),
+        ("register_rows_masked", spec((16, 10007)), {"values": Values(specials=(-INF,), spacing=3)}),
+    ]
     return (
         axis_cases(keeps_axis=True)
         + [
@@ -85,7 +98,7 @@ def correctness_cases() -> list[CorrectnessCase]:
         + [
             CorrectnessCase(named(name, dtype), (input_spec,), dtype, {"dim": -1}, **fields)
             for dtype in DTYPES
-            for name, input_spec, fields in many_long_rows
+            for name, input_spec, fields in many_long_rows + register_rows
         ]
     )
 
