@@ -46,6 +46,29 @@ class BenchToolsTest(unittest.TestCase):
         self.assertEqual(fields[7], "1.25")  # plain's time over cute's
         self.assertEqual(fields[8], "12.0")  # torch beside the first run
 
+    def test_compare_joins_sweep_points_by_dtype_axis_and_shape(self) -> None:
+        def point(dtype: str, axis: str, rows: int, length: int, us: float) -> dict:
+            torch = {"us": 2 * us, "gbps": 1.0, "ratio": 2.0, "unavailable": None}
+            return {"op": "reduce_sum", "dtype": dtype, "axis": axis, "mode": "fixed bytes", "rows": rows,
+                    "row_length": length, "bytes": 10**6, "us": us, "gbps": 1e3 / us, "copy_gbps": 200.0,
+                    "peers": {"torch": torch}}
+
+        runs = []
+        for label, us in (("head", 10.0), ("held", 5.0)):
+            path = os.path.join(self.directory, f"sweep_{label}.json")
+            points = [point("bf16", "last", 8, 32768, us), point("bf16", "leading", 8, 32768, 2 * us)]
+            if label == "head":
+                points.append(point("f32", "last", 8, 32768, us))
+            with open(path, "w") as f:
+                json.dump({"device": "test", "op": "reduce_sum", "backend": "nvidia", "peers": ["torch"],
+                           "points": points}, f)
+            runs.append((label, compare.load(path)))
+        lines = compare.table(runs)
+        self.assertEqual(len(lines), 3, lines)  # header, the two bf16 points both runs have
+        self.assertEqual(lines[1].split(), ["reduce_sum", "bf16", "8x32768", "10.0", "100.0", "5.0", "200.0",
+                                            "2.00", "20.0"])
+        self.assertEqual(lines[2].split()[2], "8x32768_leading")
+
     def test_compare_needs_two_labelled_runs(self) -> None:
         self.assertEqual(compare.main(["compare.py", f"plain={self.plain}"]), 2)
         self.assertEqual(compare.main(["compare.py", self.plain, self.cute]), 2)

@@ -4,7 +4,9 @@
 
 Each argument is LABEL=PATH of a file written by `bench.py --json_out`, one per
 build (e.g. one GPU-runner bundle built with --@//tools/cuda:cute=off and one with
-=on). Prints, per case found in every run, each build's µs and GB/s, each build's
+=on), or of a sweep's `sweep_<op>[_rows].json` (`bench.py --sweep`), whose points
+are cases named `<rows>x<length>` (`_leading` for reductions along the leading
+axis). Prints, per case found in every run, each build's µs and GB/s, each build's
 time against the first one's (`x <first>` > 1: faster than the first), and
 torch's µs as measured beside the first build.
 """
@@ -15,10 +17,18 @@ import json
 import sys
 
 
+def _sweep_case(point: dict) -> str:
+    return f"{point['rows']}x{point['row_length']}" + ("" if point["axis"] == "last" else f"_{point['axis']}")
+
+
 def load(path: str) -> dict[tuple[str, str, str], dict]:
-    """(op, backend, case) -> that case's result."""
+    """(op, backend, case) -> that case's result (a bench run's, or a sweep point's)."""
     with open(path) as f:
-        return {(r["op"], r["backend"], r["case"]): r for r in json.load(f)["results"]}
+        run = json.load(f)
+    if "points" in run:
+        return {(p["op"], run["backend"], f"{_sweep_case(p)}_{p['dtype']}"): {**p, "case": _sweep_case(p)}
+                for p in run["points"]}
+    return {(r["op"], r["backend"], r["case"]): r for r in run["results"]}
 
 
 def table(runs: list[tuple[str, dict]]) -> list[str]:
@@ -32,7 +42,7 @@ def table(runs: list[tuple[str, dict]]) -> list[str]:
     for key, base in first.items():
         if not all(key in results for _, results in runs):
             continue
-        line = f"{key[0]:<11} {base['dtype']:<5} {key[2]:<28}"
+        line = f"{key[0]:<11} {base['dtype']:<5} {base['case']:<28}"
         for _, results in runs:
             line += f" {results[key]['us']:>10.1f} {results[key]['gbps']:>12.1f}"
         for _, results in runs[1:]:
