@@ -78,8 +78,9 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("rows_beyond_a_cluster_in_place", spec((7, 2097152)), {"in_place": 0}),
     ]
     # Rows of 8193 to 32768 elements, which the nvidia register path holds in one
-    # block per row (16-bit ones as loaded, two to a register): aligned, odd with a
-    # misaligned start, in place, padded, masked with -inf and as long as it holds.
+    # block per row: aligned, odd with a misaligned start, in place, padded, masked
+    # with -inf; and 32768 with a misaligned start, one position more than that path
+    # holds, which takes the online path unsplit.
     register_rows = [
         ("register_rows", spec((40, 20000)), {}),
         ("register_rows_odd_misaligned", spec((33, 12345), Offset(Contiguous(), 3)), {}),

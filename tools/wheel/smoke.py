@@ -21,6 +21,9 @@ TOLERANCE = {"cpu": 1e-5, "cuda": 1e-4}
 
 
 def main(device: str) -> int:
+    if device not in TOLERANCE:
+        print(f"wheel smoke: usage: smoke.py [{'|'.join(TOLERANCE)}], got {device!r}")
+        return 2
     if "site-packages" not in ort.__file__:
         print(f"wheel smoke: operator_runtime comes from {ort.__file__}, not an installed wheel")
         return 1
