@@ -338,7 +338,8 @@ def test_the_binding_was_built_for_this_interpreter_and_torch():
 
 def _sum_in_lanes(row: np.ndarray) -> float:
     """operators.md's cpu accumulation of a contiguous row: per 4096-element block, 16
-    f32 lanes (element i to lane i % 16, the tail into lane 0), the lanes added in double."""
+    f32 lanes (element i to lane i % 16, the tail into lane 0), the lanes added pairwise
+    in double (lane k and k + 8, then k and k + 4, k and k + 2, 0 and 1)."""
     total = 0.0
     for first in range(0, len(row), 4096):
         block = row[first:first + 4096].astype(np.float32)
@@ -348,7 +349,10 @@ def _sum_in_lanes(row: np.ndarray) -> float:
             lanes += block[group:group + 16]
         for value in block[whole:]:
             lanes[0] += value
-        total += sum(float(lane) for lane in lanes)
+        wide = lanes.astype(np.float64)
+        for half in (8, 4, 2, 1):
+            wide = wide[:half] + wide[half:2 * half]
+        total += float(wide[0])
     return total
 
 
@@ -367,6 +371,33 @@ def test_cpu_reduce_sum_adds_contiguous_rows_in_the_documented_lanes(dtype):
         ours = ort.reduce_sum(torch.from_numpy(rows), dim=1, backend="cpu").numpy()
         expected = np.array([np.float32(_sum_in_lanes(row)) for row in rows]).astype(dtype)
         assert np.array_equal(ours, expected), length
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_cpu_softmax_backward_rows_of_stride_1_match_the_portable_loop_to_the_bit(dtype):
+    # Stride-1 rows take an x86 path (AVX2, F16C) where the CPU has them, rows along
+    # another axis the portable loop; both add the same products in the same lanes and
+    # round alike (ties to even), NaN, infinities and values that overflow the dtype
+    # included.
+    rng = np.random.default_rng(3)
+    special = torch.tensor([float("nan"), float("inf"), -float("inf"), 3.0e38, -1.0e-40, 0.0])
+    for length in (1, 7, 8, 15, 16, 17, 31, 128, 4095, 4097, 10007):
+        y = torch.from_numpy(rng.uniform(-4, 4, (5, length))).float()
+        dy = torch.from_numpy(rng.standard_normal((5, length))).float()
+        dy[1, :min(length, 6)] = special[:min(length, 6)]
+        y[2, -min(length, 6):] = special[:min(length, 6)]
+        # Row 3: y = 1.5 and each lane's dy cancelling (+v, then -v 16 elements on), so
+        # the sum is exactly 0 and dx = 1.5 * dy, exactly between two bf16 values.
+        paired = length // 32 * 32
+        i = torch.arange(paired)
+        dy[3] = 0.0
+        dy[3, :paired] = (1 + (2 * (i % 16) + 1) / 128) * torch.where(i % 32 < 16, 1.0, -1.0)
+        y[3] = 1.5
+        y, dy = y.to(dtype), dy.to(dtype)
+        rows = ort.softmax_backward(dy, y, -1, backend="cpu")
+        columns = ort.softmax_backward(dy.t().contiguous(), y.t().contiguous(), 0, backend="cpu")
+        bits = {4: torch.int32, 2: torch.int16}[rows.element_size()]
+        assert torch.equal(rows.view(bits), columns.t().view(bits)), length
 
 
 def test_native_backend_names_cannot_be_replaced():

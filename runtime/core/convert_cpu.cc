@@ -3,11 +3,6 @@
 
 #include <type_traits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define OPRT_HAS_X86_PATHS 1
-#endif
-
 namespace oprt {
 namespace cpu {
 namespace {
@@ -84,6 +79,13 @@ bool cpu_has_f16c() {
   return false;
 #endif
 }
+
+#if OPRT_HAS_X86_PATHS
+bool cpu_has_avx2_f16c() {
+  static const bool has = __builtin_cpu_supports("avx2") && cpu_has_f16c();
+  return has;
+}
+#endif
 
 void to_floats(const f16* in, float* out, int64_t n) { converters().f16_to_floats(in, out, n); }
 void from_floats(const float* in, f16* out, int64_t n) { converters().floats_to_f16(in, out, n); }

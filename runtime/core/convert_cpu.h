@@ -16,6 +16,14 @@
 
 #include "runtime/core/numeric.h"
 
+// OPRT_HAS_X86_PATHS: this build has the x86 paths of the cpu kernels, compiled
+// for instructions beyond the build's target (target attributes) and run only
+// where the CPU has them (cpu_has_f16c, cpu_has_avx2_f16c).
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define OPRT_HAS_X86_PATHS 1
+#endif
+
 // OPRT_CPU_CLONES on a cpu kernel's loop: GCC compiles it twice, for x86-64-v3
 // (AVX2 and FMA: eight floats a vector) and for any x86-64, and the loader picks
 // one for the CPU it runs on. OPRT_CPU_CLONES_AVX512 adds a copy for x86-64-v4
@@ -53,6 +61,89 @@ constexpr bool kConvertsInBlocks = std::is_same_v<T, f16>;
 // Whether this CPU has the F16C instructions (and AVX), asked once: the x86 paths
 // compiled for them (target attributes) run only where it does.
 bool cpu_has_f16c();
+
+#if OPRT_HAS_X86_PATHS
+// On a cpu kernel's stride-1 path (a function, or a lambda after its parameter
+// list): compiled for AVX2 and F16C, run only where cpu_has_avx2_f16c().
+#define OPRT_X86_AVX2 __attribute__((target("avx2,f16c")))
+
+// Whether this CPU has AVX2 and F16C, asked once.
+bool cpu_has_avx2_f16c();
+
+// Eight consecutive values of T as the floats of one AVX register, and back,
+// for OPRT_X86_AVX2 code: f16 through F16C, bf16 by a shift, both rounding
+// back to nearest even as numeric.h's from_float does (a NaN stays a quiet NaN),
+// so a loop over these gives the portable loop's results to the bit.
+OPRT_X86_AVX2 inline __m256 load_floats8(const float* values) { return _mm256_loadu_ps(values); }
+OPRT_X86_AVX2 inline __m256 load_floats8(const f16* values) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+}
+OPRT_X86_AVX2 inline __m256 load_floats8(const bf16* values) {
+  const __m256i widened =
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
+}
+
+OPRT_X86_AVX2 inline void store_floats8(float* values, __m256 floats) {
+  _mm256_storeu_ps(values, floats);
+}
+OPRT_X86_AVX2 inline void store_floats8(f16* values, __m256 floats) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(values),
+                   _mm256_cvtps_ph(floats, _MM_FROUND_TO_NEAREST_INT));
+}
+// bf16 rounded to nearest even in the high half of each 32-bit lane (the low
+// half is left over), a quiet NaN for a NaN as numeric.h's from_float.
+OPRT_X86_AVX2 inline __m256i round_to_bf16_high(__m256 floats) {
+  const __m256i bits = _mm256_castps_si256(floats);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+  const __m256i quiet_nan = _mm256_or_si256(bits, _mm256_set1_epi32(0x00400000));
+  const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(floats, floats, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
+}
+
+OPRT_X86_AVX2 inline void store_floats8(bf16* values, __m256 floats) {
+  const __m256i halves = _mm256_srli_epi32(round_to_bf16_high(floats), 16);
+  // Packing works within 128-bit halves: values 0-3 and 4-7 end up in 64-bit
+  // quarters 0 and 2.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(halves, halves), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(values), _mm256_castsi256_si128(packed));
+}
+
+// Sixteen consecutive values of T as floats in two registers, for elementwise
+// loops, which do not care which value is in which lane: bf16 as its even and
+// odd elements, which a shift and a mask separate and an OR joins again, where
+// load_floats8's order costs two lane-crossing shuffles per eight values, the
+// port that limited softmax_backward's bf16 rows.
+struct Floats16 {
+  __m256 first;
+  __m256 second;
+};
+
+template <class T>
+OPRT_X86_AVX2 inline Floats16 load_floats16(const T* values) {
+  return {load_floats8(values), load_floats8(values + 8)};
+}
+template <>
+OPRT_X86_AVX2 inline Floats16 load_floats16(const bf16* values) {
+  const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)),
+          _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(-65536)))};
+}
+
+template <class T>
+OPRT_X86_AVX2 inline void store_floats16(T* values, Floats16 floats) {
+  store_floats8(values, floats.first);
+  store_floats8(values + 8, floats.second);
+}
+template <>
+OPRT_X86_AVX2 inline void store_floats16(bf16* values, Floats16 floats) {
+  const __m256i even = _mm256_srli_epi32(round_to_bf16_high(floats.first), 16);
+  const __m256i odd =
+      _mm256_and_si256(round_to_bf16_high(floats.second), _mm256_set1_epi32(-65536));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(values), _mm256_or_si256(even, odd));
+}
+#endif
 
 void to_floats(const f16* in, float* out, int64_t n);
 void from_floats(const float* in, f16* out, int64_t n);

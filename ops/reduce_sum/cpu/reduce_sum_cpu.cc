@@ -8,11 +8,6 @@
 #include <algorithm>
 #include <type_traits>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define OPRT_HAS_X86_PATHS 1
-#endif
-
 #include "runtime/core/convert_cpu.h"
 #include "runtime/core/parallel.h"
 #include "runtime/reduction/reduction.h"
@@ -31,30 +26,14 @@ constexpr int64_t kMaxColumnBlock = 2048;
 
 #if OPRT_HAS_X86_PATHS
 // sum_in_lanes over a stride-1 row of f16 (reduction_cpu.h), each eight values
-// converted where they are added (F16C) rather than through to_floats' blocks, whose
-// store and reload made these rows take 1.8x bf16's time (256x262144 on one core:
-// 9.3 ms, bf16 5.2, torch's f16 5.0). The same lanes add the same values in the same
-// order, so the sum is the portable loop's to the bit.
-__attribute__((target("avx,f16c"))) double sum_f16_row_f16c(const f16* row, int64_t length) {
-  static_assert(kLanes == 16, "lanes 0-7 and 8-15 are two vectors of eight floats");
-  double total = 0.0;
-  for (int64_t block = 0; block < length; block += kLaneBlock) {
-    const int64_t end = std::min(length, block + kLaneBlock);
-    __m256 low = _mm256_setzero_ps();
-    __m256 high = _mm256_setzero_ps();
-    int64_t i = block;
-    for (; i + kLanes <= end; i += kLanes) {
-      const auto* halves = reinterpret_cast<const __m128i*>(row + i);
-      low = _mm256_add_ps(low, _mm256_cvtph_ps(_mm_loadu_si128(halves)));
-      high = _mm256_add_ps(high, _mm256_cvtph_ps(_mm_loadu_si128(halves + 1)));
-    }
-    float lanes[kLanes];
-    _mm256_storeu_ps(lanes, low);
-    _mm256_storeu_ps(lanes + 8, high);
-    for (; i < end; ++i) lanes[0] += to_float(row[i]);
-    for (int64_t k = 0; k < kLanes; ++k) total += lanes[k];
-  }
-  return total;
+// converted where they are added (load_floats8) rather than through to_floats'
+// blocks, whose store and reload made these rows take 1.8x bf16's time (256x262144
+// on one core: 9.3 ms, bf16 5.2, torch's f16 5.0). sum_in_lanes8 adds the same
+// values in the same lanes and order, so the sum is the portable loop's to the bit.
+OPRT_X86_AVX2 double sum_f16_row_x86(const f16* row, int64_t length) {
+  return sum_in_lanes8(
+      length, [&](int64_t i) OPRT_X86_AVX2 { return load_floats8(row + i); },
+      [&](int64_t i) { return to_float(row[i]); });
 }
 #endif
 
@@ -63,7 +42,7 @@ template <class T>
 double sum_contiguous_row(const T* row, int64_t length) {
 #if OPRT_HAS_X86_PATHS
   if constexpr (std::is_same_v<T, f16>) {
-    if (cpu_has_f16c()) return sum_f16_row_f16c(row, length);
+    if (cpu_has_avx2_f16c()) return sum_f16_row_x86(row, length);
   }
 #endif
   return sum_in_lanes(length, [&](int64_t i) { return to_float(row[i]); });
