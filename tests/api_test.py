@@ -356,21 +356,28 @@ def _sum_in_lanes(row: np.ndarray) -> float:
     return total
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_cpu_reduce_sum_adds_contiguous_rows_in_the_documented_lanes(dtype):
-    # f16 rows take their own F16C loop where the CPU has it; it must add the same
-    # values in the same lanes and order as every other dtype's loop. Lanes 0-7 and
-    # 8-15 grow to -+2^22 (ulp 0.5), where the small values between them are lost, so
-    # another order gives another sum even after rounding to f16 (a plain sum: 352.5
-    # instead of 290.5 at length 4095).
+    # Stride-1 rows take an x86 loop where the CPU has AVX2 and F16C, which holds bf16's
+    # lanes in another order across its registers; every loop must add the same values
+    # in the same lanes and order. Lanes 0-7 and 8-15 grow to -+2^22 (ulp 0.5), where
+    # the small values between them are lost, so another order gives another sum even
+    # after rounding to f16 (a plain sum: 352.5 instead of 290.5 at length 4095).
+    # The lanes are added pairwise in double, in the order the model keeps.
     rng = np.random.default_rng(7)
     for length in (1, 15, 17, 4095, 4097, 10007):
         i = np.arange(length)
         big = np.where(i % 16 < 8, 60000.0, -60000.0)
-        rows = np.where(i % 32 < 16, big, rng.uniform(0.05, 0.3, (3, length))).astype(dtype)
-        ours = ort.reduce_sum(torch.from_numpy(rows), dim=1, backend="cpu").numpy()
-        expected = np.array([np.float32(_sum_in_lanes(row)) for row in rows]).astype(dtype)
-        assert np.array_equal(ours, expected), length
+        rows = torch.from_numpy(np.where(i % 32 < 16, big, rng.uniform(0.05, 0.3, (3, length))))
+        rows = rows.to(dtype)
+        if dtype != torch.float16:
+            # Lanes 3 and 11 reach -+2^68, which the fold's first level cancels;
+            # added to another lane first, they would absorb it.
+            huge = np.where(i % 16 == 3, 2.0**60, np.where(i % 16 == 11, -(2.0**60), 1.0))
+            rows[2] = torch.from_numpy(huge)
+        ours = ort.reduce_sum(rows, dim=1, backend="cpu")
+        expected = torch.tensor([np.float32(_sum_in_lanes(row)) for row in rows.float().numpy()])
+        assert torch.equal(ours, expected.to(dtype)), length
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

@@ -110,38 +110,43 @@ OPRT_X86_AVX2 inline void store_floats8(bf16* values, __m256 floats) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(values), _mm256_castsi256_si128(packed));
 }
 
-// Sixteen consecutive values of T as floats in two registers, for elementwise
-// loops, which do not care which value is in which lane: bf16 as its even and
-// odd elements, which a shift and a mask separate and an OR joins again, where
-// load_floats8's order costs two lane-crossing shuffles per eight values, the
-// port that limited softmax_backward's bf16 rows.
+// Sixteen consecutive values of T as the floats of two registers, in T's
+// layout: float and f16 values 0-7 in first and 8-15 in second; bf16 its even
+// values in first and its odd ones in second (kEvenOddLayout), which a shift and
+// a mask separate and an OR joins again, where load_floats8's order costs two
+// lane-crossing shuffles per eight values (the port that limited
+// softmax_backward's bf16 rows). Elementwise work does not care which value is
+// in which lane; a sum does, and folds by the layout (fold_lanes16).
 struct Floats16 {
   __m256 first;
   __m256 second;
 };
 
 template <class T>
+constexpr bool kEvenOddLayout = std::is_same_v<T, bf16>;
+
+template <class T>
 OPRT_X86_AVX2 inline Floats16 load_floats16(const T* values) {
-  return {load_floats8(values), load_floats8(values + 8)};
-}
-template <>
-OPRT_X86_AVX2 inline Floats16 load_floats16(const bf16* values) {
-  const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values));
-  return {_mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)),
-          _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(-65536)))};
+  if constexpr (kEvenOddLayout<T>) {
+    const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)),
+            _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(-65536)))};
+  } else {
+    return {load_floats8(values), load_floats8(values + 8)};
+  }
 }
 
 template <class T>
 OPRT_X86_AVX2 inline void store_floats16(T* values, Floats16 floats) {
-  store_floats8(values, floats.first);
-  store_floats8(values + 8, floats.second);
-}
-template <>
-OPRT_X86_AVX2 inline void store_floats16(bf16* values, Floats16 floats) {
-  const __m256i even = _mm256_srli_epi32(round_to_bf16_high(floats.first), 16);
-  const __m256i odd =
-      _mm256_and_si256(round_to_bf16_high(floats.second), _mm256_set1_epi32(-65536));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(values), _mm256_or_si256(even, odd));
+  if constexpr (kEvenOddLayout<T>) {
+    const __m256i even = _mm256_srli_epi32(round_to_bf16_high(floats.first), 16);
+    const __m256i odd =
+        _mm256_and_si256(round_to_bf16_high(floats.second), _mm256_set1_epi32(-65536));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(values), _mm256_or_si256(even, odd));
+  } else {
+    store_floats8(values, floats.first);
+    store_floats8(values + 8, floats.second);
+  }
 }
 #endif
 

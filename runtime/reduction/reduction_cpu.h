@@ -53,41 +53,56 @@ double sum_in_lanes(int64_t length, Term term) {
 }
 
 #if OPRT_HAS_X86_PATHS
-// fold_lanes of lanes 0-7 in low and 8-15 in high, the same additions in
-// registers.
-OPRT_X86_AVX2 inline double fold_lanes8(__m256 low, __m256 high) {
-  const __m256d first_four = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(low)),
-                                           _mm256_cvtps_pd(_mm256_castps256_ps128(high)));
-  const __m256d last_four = _mm256_add_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(low, 1)),
-                                          _mm256_cvtps_pd(_mm256_extractf128_ps(high, 1)));
-  const __m256d four = _mm256_add_pd(first_four, last_four);
-  const __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
+// fold_lanes of 16 lanes held in a Floats16 in T's layout (convert_cpu.h), the
+// same additions in registers: lanes k and k + 8 (then k + 4, k + 2) are the
+// same slot of the two registers in the consecutive layout, and slots m and
+// m + 4 (then m + 2, m + 1) of one register in the even-odd one.
+template <class T>
+OPRT_X86_AVX2 double fold_lanes16(Floats16 lanes) {
+  const auto low_half = [](__m256 r) OPRT_X86_AVX2 {
+    return _mm256_cvtps_pd(_mm256_castps256_ps128(r));
+  };
+  const auto high_half = [](__m256 r) OPRT_X86_AVX2 {
+    return _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1));
+  };
+  // Four partial totals in double, then pairs of them, then the last pair.
+  const auto fold_four = [](__m256d four) OPRT_X86_AVX2 {
+    const __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
+  };
+  if constexpr (kEvenOddLayout<T>) {
+    return fold_four(_mm256_add_pd(low_half(lanes.first), high_half(lanes.first))) +
+           fold_four(_mm256_add_pd(low_half(lanes.second), high_half(lanes.second)));
+  } else {
+    return fold_four(_mm256_add_pd(_mm256_add_pd(low_half(lanes.first), low_half(lanes.second)),
+                                   _mm256_add_pd(high_half(lanes.first), high_half(lanes.second))));
+  }
 }
 
-// sum_in_lanes in OPRT_X86_AVX2 code: eight_terms(i) is terms i to i + 7 in one
-// register, term(i) one term (for the row's last length % 16). Lanes 0-7 and
-// 8-15 are two registers that add the same terms in the same order, and fold
-// alike, so the sum is sum_in_lanes' to the bit.
-template <class EightTerms, class Term>
-OPRT_X86_AVX2 double sum_in_lanes8(int64_t length, EightTerms eight_terms, Term term) {
-  static_assert(kLanes == 16, "lanes 0-7 and 8-15 are two registers of eight floats");
+// sum_in_lanes in OPRT_X86_AVX2 code: sixteen_terms(i) is terms i to i + 15 in
+// T's layout (load_floats16), term(i) one term (for the row's last length % 16,
+// which go to lane 0, slot 0 of first in either layout). Each lane adds the
+// same terms in the same order as sum_in_lanes' array, and fold_lanes16 adds the
+// lanes alike, so the sum is sum_in_lanes' to the bit.
+template <class T, class SixteenTerms, class Term>
+OPRT_X86_AVX2 double sum_in_lanes16(int64_t length, SixteenTerms sixteen_terms, Term term) {
+  static_assert(kLanes == 16, "the lanes are one Floats16");
   double total = 0.0;
   for (int64_t block = 0; block < length; block += kLaneBlock) {
     const int64_t end = std::min(length, block + kLaneBlock);
-    __m256 low = _mm256_setzero_ps();
-    __m256 high = _mm256_setzero_ps();
+    Floats16 lanes = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = block;
     for (; i + kLanes <= end; i += kLanes) {
-      low = _mm256_add_ps(low, eight_terms(i));
-      high = _mm256_add_ps(high, eight_terms(i + 8));
+      const Floats16 terms = sixteen_terms(i);
+      lanes.first = _mm256_add_ps(lanes.first, terms.first);
+      lanes.second = _mm256_add_ps(lanes.second, terms.second);
     }
     if (i < end) {
-      float first = _mm256_cvtss_f32(low);
-      for (; i < end; ++i) first += term(i);
-      low = _mm256_blend_ps(low, _mm256_set1_ps(first), 1);
+      float lane_0 = _mm256_cvtss_f32(lanes.first);
+      for (; i < end; ++i) lane_0 += term(i);
+      lanes.first = _mm256_blend_ps(lanes.first, _mm256_set1_ps(lane_0), 1);
     }
-    total += fold_lanes8(low, high);
+    total += fold_lanes16<T>(lanes);
   }
   return total;
 }

@@ -42,7 +42,7 @@ OPRT_CPU_CLONES void softmax_backward_rows(const ReductionPlan& plan, int64_t ro
 
 #if OPRT_HAS_X86_PATHS
 // Stride-1 rows on x86 (cpu_has_avx2_f16c): softmax_backward_rows<T, true>'s
-// arithmetic in the same order (sum_in_lanes8), so its results to the bit, with
+// arithmetic in the same order (sum_in_lanes16), so its results to the bit, with
 // 16-bit values converted in registers where they are used: the portable loops
 // leave f16's conversions scalar (and went through float buffers for them).
 // 4096x128 on one core took 328 us (f16) and 400 us (bf16) there, 159 and 233
@@ -56,10 +56,13 @@ OPRT_X86_AVX2 void softmax_backward_rows_x86(const ReductionPlan& plan, int64_t 
     const T* const dy_row = dy + start.in;
     const T* const y_row = y + start.second_in;
     T* const target = out + start.out;
-    const auto dot = static_cast<float>(sum_in_lanes8(
+    const auto dot = static_cast<float>(sum_in_lanes16<T>(
         length,
         [&](int64_t i) OPRT_X86_AVX2 {
-          return _mm256_mul_ps(load_floats8(dy_row + i), load_floats8(y_row + i));
+          const Floats16 dy16 = load_floats16(dy_row + i);
+          const Floats16 y16 = load_floats16(y_row + i);
+          return Floats16{_mm256_mul_ps(dy16.first, y16.first),
+                          _mm256_mul_ps(dy16.second, y16.second)};
         },
         [&](int64_t i) { return to_float(dy_row[i]) * to_float(y_row[i]); }));
     const __m256 dots = _mm256_set1_ps(dot);
@@ -71,9 +74,6 @@ OPRT_X86_AVX2 void softmax_backward_rows_x86(const ReductionPlan& plan, int64_t 
       const Floats16 y16 = load_floats16(y_row + i);
       const Floats16 dy16 = load_floats16(dy_row + i);
       store_floats16(target + i, {dx(y16.first, dy16.first), dx(y16.second, dy16.second)});
-    }
-    for (; i + 8 <= length; i += 8) {
-      store_floats8(target + i, dx(load_floats8(y_row + i), load_floats8(dy_row + i)));
     }
     for (; i < length; ++i) {
       target[i] = from_float<T>(to_float(y_row[i]) * (to_float(dy_row[i]) - dot));
