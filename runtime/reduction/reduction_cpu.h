@@ -57,16 +57,19 @@ double sum_in_lanes(int64_t length, Term term) {
 // same additions in registers: lanes k and k + 8 (then k + 4, k + 2) are the
 // same slot of the two registers in the consecutive layout, and slots m and
 // m + 4 (then m + 2, m + 1) of one register in the even-odd one.
+// (The lambdas capture by reference, though they need nothing, so that they have
+// no conversion to a function pointer, whose generated function would not be
+// compiled for AVX.)
 template <class T>
 OPRT_X86_AVX2 double fold_lanes16(Floats16 lanes) {
-  const auto low_half = [](__m256 r) OPRT_X86_AVX2 {
+  const auto low_half = [&](__m256 r) OPRT_X86_AVX2 {
     return _mm256_cvtps_pd(_mm256_castps256_ps128(r));
   };
-  const auto high_half = [](__m256 r) OPRT_X86_AVX2 {
+  const auto high_half = [&](__m256 r) OPRT_X86_AVX2 {
     return _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1));
   };
   // Four partial totals in double, then pairs of them, then the last pair.
-  const auto fold_four = [](__m256d four) OPRT_X86_AVX2 {
+  const auto fold_four = [&](__m256d four) OPRT_X86_AVX2 {
     const __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
     return _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
   };
