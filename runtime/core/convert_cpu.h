@@ -71,17 +71,12 @@ bool cpu_has_f16c();
 bool cpu_has_avx2_f16c();
 
 // Eight consecutive values of T as the floats of one AVX register, and back,
-// for OPRT_X86_AVX2 code: f16 through F16C, bf16 by a shift, both rounding
-// back to nearest even as numeric.h's from_float does (a NaN stays a quiet NaN),
-// so a loop over these gives the portable loop's results to the bit.
+// for OPRT_X86_AVX2 code: f16 through F16C, rounding back to nearest even as
+// numeric.h's from_float does, so a loop over these gives the portable loop's
+// results to the bit. (bf16 goes sixteen at a time: load_floats16.)
 OPRT_X86_AVX2 inline __m256 load_floats8(const float* values) { return _mm256_loadu_ps(values); }
 OPRT_X86_AVX2 inline __m256 load_floats8(const f16* values) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
-}
-OPRT_X86_AVX2 inline __m256 load_floats8(const bf16* values) {
-  const __m256i widened =
-      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
 }
 
 OPRT_X86_AVX2 inline void store_floats8(float* values, __m256 floats) {
@@ -102,21 +97,13 @@ OPRT_X86_AVX2 inline __m256i round_to_bf16_high(__m256 floats) {
   return _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
 }
 
-OPRT_X86_AVX2 inline void store_floats8(bf16* values, __m256 floats) {
-  const __m256i halves = _mm256_srli_epi32(round_to_bf16_high(floats), 16);
-  // Packing works within 128-bit halves: values 0-3 and 4-7 end up in 64-bit
-  // quarters 0 and 2.
-  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(halves, halves), 0x08);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(values), _mm256_castsi256_si128(packed));
-}
-
 // Sixteen consecutive values of T as the floats of two registers, in T's
 // layout: float and f16 values 0-7 in first and 8-15 in second; bf16 its even
 // values in first and its odd ones in second (kEvenOddLayout), which a shift and
-// a mask separate and an OR joins again, where load_floats8's order costs two
-// lane-crossing shuffles per eight values (the port that limited
-// softmax_backward's bf16 rows). Elementwise work does not care which value is
-// in which lane; a sum does, and folds by the layout (fold_lanes16).
+// a mask separate and an OR joins again, where widening eight in order costs
+// lane-crossing shuffles (the port that limited softmax_backward's bf16 rows).
+// Elementwise work does not care which value is in which lane; a sum does, and
+// folds by the layout (fold_lanes16).
 struct Floats16 {
   __m256 first;
   __m256 second;

@@ -2,8 +2,8 @@
 // row's sum of dy * y (in float lanes, blocks of them summed in double,
 // reduction_cpu.h), then y * (dy - sum) for each element. Rows are split across
 // the cores (parallel_for) when there are enough of them. Stride-1 rows take an
-// x86 path where the CPU has AVX2 and F16C: the same arithmetic eight values a
-// register, converted where they are used.
+// x86 path where the CPU has AVX2 and F16C: the same arithmetic sixteen values a
+// step, converted where they are used.
 #include <algorithm>
 
 #include "runtime/core/convert_cpu.h"
@@ -42,11 +42,11 @@ OPRT_CPU_CLONES void softmax_backward_rows(const ReductionPlan& plan, int64_t ro
 
 #if OPRT_HAS_X86_PATHS
 // Stride-1 rows on x86 (cpu_has_avx2_f16c): softmax_backward_rows<T, true>'s
-// arithmetic in the same order (sum_in_lanes16), so its results to the bit, with
-// 16-bit values converted in registers where they are used: the portable loops
-// leave f16's conversions scalar (and went through float buffers for them).
-// 4096x128 on one core took 328 us (f16) and 400 us (bf16) there, 159 and 233
-// here; torch 130-138 and 152-160.
+// arithmetic in the same order (sum_in_lanes16), so the same bits, with 16-bit
+// values converted in registers where they are used: the portable loops leave
+// f16's conversions scalar (and went through float buffers for them). 4096x128
+// on one core took 328 us (f16) and 400 us (bf16) there, 159 and 233 here; torch
+// 130-138 and 152-160.
 template <class T>
 OPRT_X86_AVX2 void softmax_backward_rows_x86(const ReductionPlan& plan, int64_t row_begin,
                                              int64_t row_end, T* out, const T* dy, const T* y) {
