@@ -53,32 +53,36 @@ double sum_in_lanes(int64_t length, Term term) {
 }
 
 #if OPRT_HAS_X86_PATHS
+// The low and high four floats of a register, widened to double.
+OPRT_X86_AVX2 inline __m256d low_half_in_double(__m256 r) {
+  return _mm256_cvtps_pd(_mm256_castps256_ps128(r));
+}
+OPRT_X86_AVX2 inline __m256d high_half_in_double(__m256 r) {
+  return _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1));
+}
+
+// Four partial totals: slots 0 + 2 and 1 + 3, then those two.
+OPRT_X86_AVX2 inline double fold_four(__m256d four) {
+  const __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
+}
+
 // fold_lanes of 16 lanes held in a Floats16 in T's layout (convert_cpu.h), the
 // same additions in registers: lanes k and k + 8 (then k + 4, k + 2) are the
 // same slot of the two registers in the consecutive layout, and slots m and
 // m + 4 (then m + 2, m + 1) of one register in the even-odd one.
-// (The lambdas capture by reference, though they need nothing, so that they have
-// no conversion to a function pointer, whose generated function would not be
-// compiled for AVX.)
 template <class T>
 OPRT_X86_AVX2 double fold_lanes16(Floats16 lanes) {
-  const auto low_half = [&](__m256 r) OPRT_X86_AVX2 {
-    return _mm256_cvtps_pd(_mm256_castps256_ps128(r));
-  };
-  const auto high_half = [&](__m256 r) OPRT_X86_AVX2 {
-    return _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1));
-  };
-  // Four partial totals in double, then pairs of them, then the last pair.
-  const auto fold_four = [&](__m256d four) OPRT_X86_AVX2 {
-    const __m128d two = _mm_add_pd(_mm256_castpd256_pd128(four), _mm256_extractf128_pd(four, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(two, _mm_unpackhi_pd(two, two)));
-  };
+  const __m256d first_low = low_half_in_double(lanes.first);
+  const __m256d first_high = high_half_in_double(lanes.first);
+  const __m256d second_low = low_half_in_double(lanes.second);
+  const __m256d second_high = high_half_in_double(lanes.second);
   if constexpr (kEvenOddLayout<T>) {
-    return fold_four(_mm256_add_pd(low_half(lanes.first), high_half(lanes.first))) +
-           fold_four(_mm256_add_pd(low_half(lanes.second), high_half(lanes.second)));
+    return fold_four(_mm256_add_pd(first_low, first_high)) +
+           fold_four(_mm256_add_pd(second_low, second_high));
   } else {
-    return fold_four(_mm256_add_pd(_mm256_add_pd(low_half(lanes.first), low_half(lanes.second)),
-                                   _mm256_add_pd(high_half(lanes.first), high_half(lanes.second))));
+    return fold_four(_mm256_add_pd(_mm256_add_pd(first_low, second_low),
+                                   _mm256_add_pd(first_high, second_high)));
   }
 }
 
