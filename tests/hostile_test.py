@@ -413,6 +413,54 @@ def test_fork_after_the_cpu_backend_ran_on_torch_threads():
     assert "child exited 0" in run_isolated(FORK_AFTER_TORCH_THREADS, timeout=120)
 
 
+# ------------------------------------------------------- any thread count
+
+# The cpu backend splits its work by torch's thread count, which a program sets
+# (torch.set_num_threads) and which follows the machine's cores. No split changes
+# an element's arithmetic (a row, or a column of neighbouring rows, is summed by one
+# thread), so every count must give the one-thread result to the bit, and that
+# result torch's. 16 threads once summed 40 columns in 16 blocks of 3, the last two
+# starting past the end, and crashed (only on the 16-core GPU machine).
+THREAD_COUNTS = textwrap.dedent('''
+    import torch, operator_runtime as ort
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    shapes = [(8, 40), (3, 5), (1, 63), (2, 17, 3), (5, 1, 7), (64, 129), (4097, 3), (300, 1100)]
+    # (oprt call, torch's answer), the inputs made once: torch's own results may
+    # change with its thread count.
+    calls = []
+    for shape in shapes:
+        x, dy = torch.randn(shape, generator=g), torch.randn(shape, generator=g)
+        for dim in range(x.dim()):
+            y = torch.softmax(x, dim)
+            calls += [
+                (lambda x=x, dim=dim: ort.reduce_sum(x, dim), x.sum(dim)),
+                (lambda x=x, dim=dim: ort.reduce_sum(x, dim, keepdim=True), x.sum(dim, keepdim=True)),
+                (lambda x=x, dim=dim: ort.softmax(x, dim), y),
+                (lambda dy=dy, y=y, dim=dim: ort.softmax_backward(dy, y, dim),
+                 torch._softmax_backward_data(dy, y, dim, x.dtype)),
+            ]
+        calls += [
+            (lambda x=x, dy=dy: ort.vector_add(x, dy[..., :1]), x + dy[..., :1]),
+            (lambda x=x: ort.relu(x, 0.1), torch.nn.functional.leaky_relu(x, 0.1)),
+            (lambda x=x, dy=dy: ort.relu_backward(dy, x, 0.0), dy * (x > 0)),
+            (lambda x=x: ort.copy(x.transpose(0, -1)), x.transpose(0, -1)),
+        ]
+    one_thread = [call() for call, _ in calls]
+    for threads in (1, 2, 3, 5, 7, 16, 33, 64):
+        torch.set_num_threads(threads)
+        for i, (call, theirs) in enumerate(calls):
+            ours = call()
+            assert torch.equal(ours, one_thread[i]), (threads, i)
+            torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+    print(f"thread counts ok {len(calls)}")
+''')
+
+
+def test_every_thread_count_gives_the_same_answer():
+    assert "thread counts ok 104" in run_isolated(THREAD_COUNTS, timeout=300)
+
+
 # ------------------------------------------------------- tensors oprt refuses
 
 def test_sparse_mkldnn_and_nested_tensors_are_refused():

@@ -109,13 +109,16 @@ oprt_status_t execute(const ReductionPlan& plan, void* /*workspace*/, void* out,
     const T* const source = static_cast<const T*>(inputs[0]);
     if (rows_are_neighbours(plan)) {
       // Blocks of neighbouring rows, never crossing the innermost dimension's end;
-      // a column's sum does not depend on the block's width.
+      // a column's sum does not depend on the block's width. The block count is
+      // recounted from the width so that none is empty: 16 threads over 40
+      // columns asked for 16 blocks of 3, and the last two started past the end.
       const int64_t inner = plan.row_offsets.sizes[0];
       const int64_t lines = plan.rows / inner;
-      const int64_t blocks_per_line =
+      const int64_t wanted_blocks =
           std::min(inner, std::max((inner + kMaxColumnBlock - 1) / kMaxColumnBlock,
                                    (cpu_threads() + lines - 1) / lines));
-      const int64_t width = (inner + blocks_per_line - 1) / blocks_per_line;
+      const int64_t width = (inner + wanted_blocks - 1) / wanted_blocks;
+      const int64_t blocks_per_line = (inner + width - 1) / width;
       parallel_for_rows(lines * blocks_per_line, plan.row_length * width,
                         [&](int64_t begin, int64_t end) {
         for (int64_t block = begin; block < end; ++block) {
