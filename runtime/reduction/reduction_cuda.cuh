@@ -288,6 +288,25 @@ __device__ inline void store_floats(T* target, const float (&x)[kCount]) {
   }
 }
 
+// kVec 16-bit elements (f16 or bf16) as loaded, two to a 32-bit word: how the
+// register path holds long 16-bit rows, in half the registers of floats (an
+// array of 16-bit values would take a register per element).
+template <class T, int kVec>
+struct PackedElements {
+  static_assert(sizeof(T) == 2 && kVec % 2 == 0, "16-bit elements, whole words");
+  uint32_t words[kVec / 2];
+
+  __device__ float operator[](int k) const {
+    const uint32_t word = words[k / 2];
+    return to_float(T{static_cast<uint16_t>(k % 2 == 0 ? word & 0xffffu : word >> 16)});
+  }
+
+  __device__ void fill(uint16_t bits) {
+#pragma unroll
+    for (int w = 0; w < kVec / 2; ++w) words[w] = bits | uint32_t{bits} << 16;
+  }
+};
+
 // One row as a kernel walks it. Position p of the walk holds element p - lead
 // of the row, and positions outside [lead, lead + length) read as a fill value
 // and are never written. With lead the row's offset (in elements) past a vector
@@ -330,6 +349,25 @@ struct RowWalk {
       } else {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) x[k] = holds(i + k) ? to_float(first[i + k]) : fill;
+      }
+    }
+  }
+
+  // Like load, but positions p .. p + kVec - 1 as the 16-bit elements themselves,
+  // two to a word (fill_bits where there is no element).
+  template <int kVec, class Element>
+  __device__ void load_packed(Index p, uint16_t fill_bits, PackedElements<Element, kVec>& x) const {
+    const Index i = p - lead;
+    if (kWholeVectors || (holds(i) && holds(i + kVec - 1))) {
+      using Word = typename AccessWord<sizeof(Element) * kVec>::type;
+      const Word word = *reinterpret_cast<const Word*>(first + i);
+      memcpy(x.words, &word, sizeof(word));
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; k += 2) {
+        const uint32_t low = holds(i + k) ? first[i + k].bits : fill_bits;
+        const uint32_t high = holds(i + k + 1) ? first[i + k + 1].bits : fill_bits;
+        x.words[k / 2] = low | high << 16;
       }
     }
   }

@@ -9,10 +9,11 @@
 // by a team per row (lanes of a warp, or a whole block), which finds the
 // maximum, then sum(exp(x - max)), and writes exp(x - max) / sum: one read and
 // one write of the data. Short rows give each warp team several rows at once,
-// so every thread has a few 16-byte loads in flight. Longer rows, and axes
-// whose stride is not 1, take the online path: a pass folding each chunk into
-// a (max, sum) pair, then a pass that reads the input again and writes the
-// result. Rows too few to fill the GPU are cut into chunks whose pairs meet in
+// so every thread has a few 16-byte loads in flight; long 16-bit rows are held
+// as loaded, two elements a register, by blocks of half the threads. Longer
+// rows, and axes whose stride is not 1, take the online path: a pass folding
+// each chunk into a (max, sum) pair, then a pass that reads the input again and
+// writes the result. Rows too few to fill the GPU are cut into chunks whose pairs meet in
 // the workspace between two kernels.
 //
 // On Hopper and newer (sm_90+), long rows of stride 1 instead take the cluster
@@ -40,15 +41,27 @@ namespace {
 
 // Floats one thread holds for the register path, fewer without vectors (each
 // scalar carries its own index arithmetic); with kMaxBlockThreads threads that
-// makes the longest row kept in registers.
+// makes the longest row kept in registers. 16-bit rows of more than
+// kHeldElementsFromRow elements hold their elements instead (kHoldElements:
+// twice as many in the same registers, so half the threads hold a row).
 constexpr int kMaxFloatsPerThread = 32;
 constexpr int kMaxScalarsPerThread = 16;
 constexpr int64_t kMaxRegisterRow = int64_t{kMaxBlockThreads} * kMaxFloatsPerThread;
+constexpr int64_t kHeldElementsFromRow = 8192;
 
-// Vectors of kVec elements one thread of the register path holds at most.
+// Vectors of kVec elements one thread of the register path holds at most, as
+// floats; held as 16-bit elements, twice as many.
 constexpr int max_vectors_per_thread(int vec) {
   return vec == 1 ? kMaxScalarsPerThread : kMaxFloatsPerThread / vec;
 }
+
+// Whether the register path may hold T's elements as loaded (kHoldElements):
+// 16-bit types in vectors, two elements to a word.
+template <class T, int kVec>
+constexpr bool may_hold_elements() {
+  return sizeof(T) == 2 && kVec > 1;
+}
+
 constexpr int kWarpRowsBlockThreads = 128;
 constexpr int kMinRowBlockThreads = 128;
 // Vectors (16-byte loads) each thread of the register path keeps in flight
@@ -71,10 +84,17 @@ constexpr int rows_per_team(int vectors_per_thread, int vec, bool whole_vectors)
                                kMaxFloatsPerThread / (vectors_per_thread * vec)}));
 }
 
-template <class Team, class T, int kVec, int kPerThread, int kRows, bool kWholeVectors>
+// kHoldElements: each thread holds its 16-bit elements as loaded (PackedElements)
+// instead of their exponentials as floats, and computes each exponential again
+// when it writes it: half the registers, so a block of half the threads holds the
+// row and an SM twice the blocks, one block's loads running while another
+// reduces. The results are the same either way (the same float operations).
+template <class Team, class T, int kVec, int kPerThread, int kRows, bool kWholeVectors,
+          bool kHoldElements = false>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_in_registers(ReductionPlan plan, Team team, int64_t groups, T* out, const T* in) {
   using InputWalk = RowWalk<const T, kWholeVectors>;
+  using Held = std::conditional_t<kHoldElements, PackedElements<T, kVec>, float[kVec]>;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   const int64_t rows_per_group = int64_t{team.teams_per_block()} * kRows;
@@ -83,7 +103,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     // each r a warp's teams read neighbouring rows together.
     InputWalk rows[kRows];
     T* outs[kRows];
-    float x[kRows][kPerThread][kVec];
+    Held x[kRows][kPerThread];
     FloatVector<kRows> max;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -96,7 +116,14 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
         const int p = first + j * step;
-        if (p < rows[r].end()) {
+        if constexpr (kHoldElements) {
+          const uint16_t negative_infinity = from_float<T>(-INFINITY).bits;
+          if (p < rows[r].end()) {
+            rows[r].template load_packed<kVec>(p, negative_infinity, x[r][j]);
+          } else {
+            x[r][j].fill(negative_infinity);
+          }
+        } else if (p < rows[r].end()) {
           rows[r].template load<kVec>(p, -INFINITY, x[r][j]);
         } else {
 #pragma unroll
@@ -116,8 +143,9 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
         if (first + j * step < rows[r].end()) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
-            x[r][j][k] = softmax_exp(x[r][j][k] - max.lanes[r]);
-            sum.lanes[r] += x[r][j][k];
+            const float e = softmax_exp(x[r][j][k] - max.lanes[r]);
+            if constexpr (!kHoldElements) x[r][j][k] = e;
+            sum.lanes[r] += e;
           }
         }
       }
@@ -130,11 +158,14 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       for (int j = 0; j < kPerThread; ++j) {
         const int p = first + j * step;
         if (p < rows[r].end()) {
+          float y[kVec];
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) x[r][j][k] *= scale;
+          for (int k = 0; k < kVec; ++k) {
+            y[k] = (kHoldElements ? softmax_exp(x[r][j][k] - max.lanes[r]) : x[r][j][k]) * scale;
+          }
           const RowWalk<T, kWholeVectors> out_walk{outs[r], plan.out_axis_stride, rows[r].length,
                                                    rows[r].lead};
-          out_walk.template store<kVec>(p, x[r][j]);
+          out_walk.template store<kVec>(p, y);
         }
       }
     }
@@ -518,9 +549,10 @@ bool may_use_registers(const ReductionPlan& plan) {
 }
 
 // Whether a walk of `walk` positions fits the register path's threads.
-template <int kVec>
+template <class T, int kVec>
 bool fits_in_registers(int64_t walk) {
-  return walk <= int64_t{kMaxBlockThreads} * max_vectors_per_thread(kVec) * kVec;
+  const int per_thread = max_vectors_per_thread(kVec) * (may_hold_elements<T, kVec>() ? 2 : 1);
+  return walk <= int64_t{kMaxBlockThreads} * per_thread * kVec;
 }
 
 template <class T, int kVec, bool kWholeVectors>
@@ -607,6 +639,18 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
                                                                        groups, out, in);
       return OPRT_SUCCESS;
     });
+  }
+  if constexpr (may_hold_elements<T, kVec>()) {
+    if (walk > kHeldElementsFromRow) {
+      // Twice the vectors per thread that floats would take, and just enough whole
+      // warps to hold the row (at least kHeldElementsFromRow / 64 = 128).
+      constexpr int kPerThread = 2 * kMaxPerThread;
+      const int64_t threads = ceil_div(ceil_div(vectors, kPerThread), kWarpSize) * kWarpSize;
+      softmax_rows_in_registers<BlockTeam, T, kVec, kPerThread, 1, kWholeVectors, true>
+          <<<row_grid(plan.rows, 1), static_cast<unsigned>(threads), 0, stream>>>(
+              plan, BlockTeam{}, plan.rows, out, in);
+      return OPRT_SUCCESS;
+    }
   }
   // The most vectors per thread (loads in flight) that still leaves the block
   // kMinRowBlockThreads threads, but at least kRegisterVectorsPerThread, and
@@ -735,7 +779,7 @@ oprt_status_t launch(const ReductionPlan& plan, MaxSum* partials, T* out, const 
           return launch_across_grid<T, kVec, kWhole>(plan, partials, out, in, stream);
         }
 #endif
-        if (may_use_registers(plan) && fits_in_registers<kVec>(walk)) {
+        if (may_use_registers(plan) && fits_in_registers<T, kVec>(walk)) {
           return launch_in_registers<T, kVec, kWhole>(plan, walk, out, in, stream);
         }
         launch_online<BlockTeam, T, kVec, kWhole>(plan, walk, BlockTeam{},
