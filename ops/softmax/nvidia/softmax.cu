@@ -13,8 +13,8 @@
 // as loaded, two elements a register, by blocks of half the threads. Longer
 // rows, and axes whose stride is not 1, take the online path: a pass folding
 // each chunk into a (max, sum) pair, then a pass that reads the input again and
-// writes the result. Rows too few to fill the GPU are cut into chunks whose pairs meet in
-// the workspace between two kernels.
+// writes the result. Rows too few to fill the GPU are cut into chunks whose
+// pairs meet in the workspace between two kernels.
 //
 // On Hopper and newer (sm_90+), long rows of stride 1 instead take the cluster
 // path, which again reads the data once: a thread-block cluster of up to 16
