@@ -93,7 +93,11 @@ template <class Team, class T, int kVec, int kPerThread, int kRows, bool kWholeV
           bool kHoldElements = false>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_rows_in_registers(ReductionPlan plan, Team team, int64_t groups, T* out, const T* in) {
-  using InputWalk = RowWalk<const T, kWholeVectors>;
+  // Positions count in 32 bits (the rows this path holds are short and read at
+  // stride 1), and so do the output's where it is written in vectors, at stride
+  // 1; single elements may be written at any stride.
+  using InputWalk = RowWalk<const T, kWholeVectors, int>;
+  using OutputIndex = std::conditional_t<(kVec > 1), int, int64_t>;
   using Held = std::conditional_t<kHoldElements, PackedElements<T, kVec>, float[kVec]>;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
@@ -110,7 +114,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       const int64_t row = group * rows_per_group + r * team.teams_per_block() + team.slot();
       const bool active = row < plan.rows;
       const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
-      rows[r] = active ? input_walk<kVec, kWholeVectors>(plan, in, start) : InputWalk{in, 1, 0, 0};
+      rows[r] = active ? input_walk<kVec, kWholeVectors, int>(plan, in, start) : InputWalk{in, 1, 0, 0};
       outs[r] = out + start.out;
       max.lanes[r] = -INFINITY;
 #pragma unroll
@@ -163,8 +167,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
           for (int k = 0; k < kVec; ++k) {
             y[k] = (kHoldElements ? softmax_exp(x[r][j][k] - max.lanes[r]) : x[r][j][k]) * scale;
           }
-          const RowWalk<T, kWholeVectors> out_walk{outs[r], plan.out_axis_stride, rows[r].length,
-                                                   rows[r].lead};
+          const RowWalk<T, kWholeVectors, OutputIndex> out_walk{
+              outs[r], static_cast<OutputIndex>(plan.out_axis_stride), rows[r].length, rows[r].lead};
           out_walk.template store<kVec>(p, y);
         }
       }
