@@ -69,10 +69,10 @@ constexpr int kMinRowBlockThreads = 128;
 // 1024 to 2048 of their threads, and on the H200 it streamed at about 4 TB/s
 // with 64 KiB in flight per SM.
 constexpr int kRegisterVectorsPerThread = 4;
-// Vectors per thread of 16-bit types where the block path holds fewer than
-// kRegisterVectorsPerThread: two of their vectors carry as many elements as
-// four of f32, and that kernel fits in 32 registers (an SM runs 2048 of its
-// threads) where four with partial vectors take 57 and leave the SM at 960.
+// Vectors per thread of 16-bit rows with partial vectors on the block path:
+// two of their vectors carry as many elements as four of f32, and that kernel
+// fits in 32 registers (an SM runs 2048 of its threads) where four take 57
+// and leave the SM at 960.
 constexpr int kHalfWordVectorsPerThread = 2;
 constexpr int kUnroll = 4;
 
@@ -662,16 +662,16 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
   }
   // The most vectors per thread (loads in flight) that still leaves the block
   // kMinRowBlockThreads threads, but at least kRegisterVectorsPerThread (16-bit
-  // types: kHalfWordVectorsPerThread, and always that many when rows have
-  // partial vectors), and then just enough whole warps to hold the row: a
-  // power-of-two block would leave up to half its threads idle. H100, 256 MiB
-  // per point: 16-bit rows of 1500 to 7001 elements ran 1.09-1.16x faster with
-  // two vectors a thread than with four; longer rows ran slower with two
-  // (9001-12289: 0.87-0.98x) than held as loaded.
-  constexpr bool kHalfWords = may_hold_elements<T, kVec>();
-  constexpr int kFewest = kHalfWords ? kHalfWordVectorsPerThread : kRegisterVectorsPerThread;
-  int per_thread = kHalfWords && !kWholeVectors ? kFewest : kMaxPerThread;
-  while (per_thread > kFewest && ceil_div(vectors, per_thread) < kMinRowBlockThreads) {
+  // rows with partial vectors: kHalfWordVectorsPerThread), and then just enough
+  // whole warps to hold the row: a power-of-two block would leave up to half
+  // its threads idle. Measured, 256 MiB per point: partial 16-bit rows of 1500
+  // to 7001 elements ran 1.09-1.16x faster with two vectors a thread than with
+  // four on the H100, while whole ones of 3000 to 4000 ran 1.04-1.05x faster
+  // with four on the H200.
+  int per_thread = may_hold_elements<T, kVec>() && !kWholeVectors ? kHalfWordVectorsPerThread
+                                                                   : kMaxPerThread;
+  while (per_thread > kRegisterVectorsPerThread &&
+         ceil_div(vectors, per_thread) < kMinRowBlockThreads) {
     per_thread /= 2;
   }
   const int64_t threads = std::min<int64_t>(
