@@ -406,8 +406,8 @@ __device__ inline int vector_lead(const T* p) {
 
 // The walks of row `row`'s input and output. They share one lead: the host
 // takes vectors only when in and out rows sit at the same offset from a vector
-// boundary (rows_take_vectors). Index: as RowWalk's (int for kernels whose
-// walks are known to end below 2^31).
+// boundary (rows_take_vectors). The input's Index: as RowWalk's (int for
+// kernels whose walks are known to end below 2^31).
 template <int kVec, bool kWholeVectors, class Index = int64_t, class T>
 __device__ inline RowWalk<const T, kWholeVectors, Index> input_walk(const ReductionPlan& plan,
                                                                     const T* in, RowStart start) {
@@ -419,18 +419,17 @@ __device__ inline RowWalk<const T, kWholeVectors, Index> input_walk(const Reduct
 
 // The walk of row `start`'s second input (softmax_backward's y), at the first
 // input's lead: rows_take_vectors allows vectors only when the two share it.
-template <bool kWholeVectors, class Index = int64_t, class T>
-__device__ inline RowWalk<const T, kWholeVectors, Index> second_input_walk(
-    const ReductionPlan& plan, const T* second_in, RowStart start, int lead) {
-  return {second_in + start.second_in, static_cast<Index>(plan.second_in_axis_stride),
-          static_cast<Index>(plan.row_length), lead};
+template <bool kWholeVectors, class T>
+__device__ inline RowWalk<const T, kWholeVectors> second_input_walk(const ReductionPlan& plan,
+                                                                    const T* second_in,
+                                                                    RowStart start, int lead) {
+  return {second_in + start.second_in, plan.second_in_axis_stride, plan.row_length, lead};
 }
 
-template <bool kWholeVectors, class Index = int64_t, class T>
-__device__ inline RowWalk<T, kWholeVectors, Index> output_walk(const ReductionPlan& plan, T* out,
-                                                               RowStart start, int lead) {
-  return {out + start.out, static_cast<Index>(plan.out_axis_stride),
-          static_cast<Index>(plan.row_length), lead};
+template <bool kWholeVectors, class T>
+__device__ inline RowWalk<T, kWholeVectors> output_walk(const ReductionPlan& plan, T* out,
+                                                        RowStart start, int lead) {
+  return {out + start.out, plan.out_axis_stride, plan.row_length, lead};
 }
 
 namespace detail {

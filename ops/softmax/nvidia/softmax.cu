@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       const int64_t row = group * rows_per_group + r * team.teams_per_block() + team.slot();
       const bool active = row < plan.rows;
       const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
-      rows[r] = active ? input_walk<kVec, kWholeVectors, int>(plan, in, start) : InputWalk{in, 1, 0, 0};
+      rows[r] = active ? input_walk<kVec, kWholeVectors, int>(plan, in, start)
+                       : InputWalk{in, 1, 0, 0};
       outs[r] = out + start.out;
       max.lanes[r] = -INFINITY;
 #pragma unroll
@@ -172,7 +173,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
             y[k] = (kHoldElements ? softmax_exp(x[r][j][k] - max.lanes[r]) : x[r][j][k]) * scale;
           }
           const RowWalk<T, kWholeVectors, OutputIndex> out_walk{
-              outs[r], static_cast<OutputIndex>(plan.out_axis_stride), rows[r].length, rows[r].lead};
+              outs[r], static_cast<OutputIndex>(plan.out_axis_stride), rows[r].length,
+              rows[r].lead};
           out_walk.template store<kVec>(p, y);
         }
       }
