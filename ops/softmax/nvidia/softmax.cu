@@ -55,10 +55,11 @@ constexpr int max_vectors_per_thread(int vec) {
   return vec == 1 ? kMaxScalarsPerThread : kMaxFloatsPerThread / vec;
 }
 
-// Whether the register path may hold T's elements as loaded (kHoldElements):
-// 16-bit types in vectors, two elements to a word.
+// Whether a launch walks 16-bit elements in vectors: the register path may then
+// hold them as loaded, two to a word (kHoldElements), and gives rows with
+// partial vectors kHalfWordVectorsPerThread vectors a thread.
 template <class T, int kVec>
-constexpr bool may_hold_elements() {
+constexpr bool walks_half_words() {
   return sizeof(T) == 2 && kVec > 1;
 }
 
@@ -561,7 +562,7 @@ bool may_use_registers(const ReductionPlan& plan) {
 // Whether a walk of `walk` positions fits the register path's threads.
 template <class T, int kVec>
 bool fits_in_registers(int64_t walk) {
-  const int per_thread = max_vectors_per_thread(kVec) * (may_hold_elements<T, kVec>() ? 2 : 1);
+  const int per_thread = max_vectors_per_thread(kVec) * (walks_half_words<T, kVec>() ? 2 : 1);
   return walk <= int64_t{kMaxBlockThreads} * per_thread * kVec;
 }
 
@@ -650,7 +651,7 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
       return OPRT_SUCCESS;
     });
   }
-  if constexpr (may_hold_elements<T, kVec>()) {
+  if constexpr (walks_half_words<T, kVec>()) {
     if (walk > kHeldElementsFromRow) {
       // Twice the vectors per thread that floats would take, and just enough whole
       // warps to hold the row (at least kHeldElementsFromRow / 64 = 128).
@@ -670,7 +671,7 @@ oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* ou
   // to 7001 elements ran 1.09-1.16x faster with two vectors a thread than with
   // four on the H100, while whole ones of 3000 to 4000 ran 1.04-1.05x faster
   // with four on the H200.
-  int per_thread = may_hold_elements<T, kVec>() && !kWholeVectors ? kHalfWordVectorsPerThread
+  int per_thread = walks_half_words<T, kVec>() && !kWholeVectors ? kHalfWordVectorsPerThread
                                                                    : kMaxPerThread;
   while (per_thread > kRegisterVectorsPerThread &&
          ceil_div(vectors, per_thread) < kMinRowBlockThreads) {
