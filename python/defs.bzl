@@ -24,8 +24,9 @@ def operator_runtime_binding(name, prefix, venv, python_tag, **kwargs):
       **kwargs: passed to every target (tags = ["manual"], target_compatible_with, ...).
     """
 
-    # The CPU and CUDA kernels of the oprt:: torch.library ops, against the venv torch's
-    # C++ API (its headers and libc10/libtorch_cpu), and the runner that puts the cpu
+    # The CPU and CUDA kernels of the oprt:: torch.library ops and the reads of tensor
+    # objects, against the venv torch's C++ API (its headers and libc10/libtorch_cpu)
+    # and the interpreter's headers, and the runner that puts the cpu
     # backend's pieces on torch's OpenMP threads (at::parallel_for is inline OpenMP, so
     # this compiles with it; at run time libgomp.so.1 is the copy torch has loaded).
     cc_library(
@@ -36,6 +37,7 @@ def operator_runtime_binding(name, prefix, venv, python_tag, **kwargs):
         linkopts = ["-fopenmp"],
         deps = [
             ":descriptor_cache",
+            venv + "//:python_headers",
             venv + "//:torch",
         ],
         **kwargs

@@ -27,7 +27,7 @@ import pytest
 import torch
 
 import operator_runtime as ort
-from operator_runtime import _C
+from operator_runtime import _C, library
 from operator_runtime.errors import Status
 from operator_runtime_testing.c_abi import (
     BACKEND_CPU,
@@ -125,6 +125,31 @@ def test_calls_on_tensors_past_their_storage_are_refused(device):
     out.untyped_storage().resize_(0)
     with pytest.raises(ort.OperatorRuntimeError):
         ort.relu_(out, torch.randn(64, device=device))
+
+
+class _TaggedTensor(torch.Tensor):
+    """A tensor subclass: _C reads it through its Python attributes."""
+
+
+def test_tensor_objects_read_without_python_agree_with_their_attributes(device):
+    # torch.Tensor and Parameter objects are read through torch's object layout
+    # (runtime/python/torch_kernels.cc), anything else through Python; each kind
+    # runs, and is refused with the same message once its storage is gone.
+    assert library.TENSOR_OBJECT_READS
+    base = torch.randn(6, 10, device=device)
+    tensors = {
+        "tensor": base.clone(), "parameter": torch.nn.Parameter(base.clone(), requires_grad=False),
+        "subclass": base.clone().as_subclass(_TaggedTensor), "transposed": base.clone().t(),
+        "offset": base.clone()[2:, 3:], "broadcast": base.clone()[:1].expand(6, 10),
+    }
+    for kind, x in tensors.items():
+        out = torch.empty(x.shape, device=device)
+        with ort.prepare_relu(out, x) as p:
+            p.run()
+            torch.testing.assert_close(out, torch.relu(x.as_subclass(torch.Tensor)), msg=kind)
+            x.untyped_storage().resize_(0)
+            with pytest.raises(ort.InvalidArgumentError, match="input reaches past its storage"):
+                p.run()
 
 
 # --------------------------------------------------------------- threads

@@ -55,6 +55,10 @@ _DISPATCH_KEYS = ("CPU", "CUDA")
 
 for _dtype, _code in tensors.DTYPE_CODES.items():
     _C.register_dtype(_dtype, _code)
+# _C reads torch.Tensor objects without Python calls (a prepared run's checks, _C.run)
+# once a probe reads the same both ways; False: every read goes through Python.
+TENSOR_OBJECT_READS = _C.register_tensor_types(torch.Tensor, torch.nn.Parameter,
+                                               torch.empty(2, 3)[:, 1:])
 
 
 def out_variant_name(op: str) -> str:

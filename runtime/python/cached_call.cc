@@ -10,6 +10,8 @@
 
 #include <operator_runtime/api.h>
 
+#include "runtime/python/torch_kernels.h"
+
 namespace oprt_python {
 namespace {
 
@@ -110,6 +112,7 @@ bool check_storage(PyObject* tensor, const Operand& operand, const char* op, con
 }  // namespace
 
 bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char* role) {
+  if (read_tensor_object(tensor, operand)) return true;
   PyObject* dtype = PyObject_GetAttr(tensor, str_dtype);
   if (dtype == nullptr) return false;
   int32_t code = -1;
@@ -279,6 +282,20 @@ void add_cached_call(py::module_& m, PyObject* error) {
       },
       py::arg("dtype"), py::arg("code"),
       "Maps a dtype object (torch.float32, ...) to its C dtype code for run().");
+  m.def(
+      "register_tensor_types",
+      [](py::handle tensor_type, py::handle parameter_type, py::handle probe) {
+        Operand probe_read;
+        if (!read_operand(probe.ptr(), &probe_read, "register_tensor_types", "probe")) {
+          throw py::error_already_set();
+        }
+        return enable_tensor_object_reads(tensor_type.ptr(), parameter_type.ptr(), probe.ptr(),
+                                          probe_read);
+      },
+      py::arg("tensor_type"), py::arg("parameter_type"), py::arg("probe"),
+      "Reads objects of exactly these types (torch.Tensor, torch.nn.Parameter) without "
+      "Python calls from now on, if probe (a tensor) reads the same that way as through "
+      "its attributes; returns whether it does.");
   m.def(
       "set_error_type",
       [](py::object type) {

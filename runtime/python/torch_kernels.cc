@@ -21,6 +21,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include <Python.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -80,6 +81,33 @@ bool read(const at::Tensor& t, Operand* operand) {
   }
   operand->data = t.data_ptr();
   return true;
+}
+
+// A Python tensor object as torch lays it out (THPVariable, in
+// torch/csrc/autograd/python_variable.h): the object header, then the at::Tensor
+// it holds. That header builds only with torch's own copy of pybind11 and this
+// module builds with the venv's, so the layout is restated here, and used only
+// for objects of exactly the types enable_tensor_object_reads accepted after
+// reading a live tensor through it.
+struct TensorObject {
+  PyObject_HEAD
+  at::Tensor tensor;
+};
+std::atomic<PyTypeObject*> tensor_object_types[2] = {nullptr, nullptr};
+
+bool reads_tensor_objects_of(PyTypeObject* type) {
+  return type != nullptr && (type == tensor_object_types[0].load(std::memory_order_relaxed) ||
+                             type == tensor_object_types[1].load(std::memory_order_relaxed));
+}
+
+bool read_through_layout(PyObject* object, Operand* operand) {
+  const at::Tensor& t = reinterpret_cast<TensorObject*>(object)->tensor;
+  if (!t.defined() || !(t.is_cpu() || t.is_cuda())) return false;
+  try {
+    return read(t, operand);
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 // The functional op's out: contiguous, of the shape the operator's kind gives.
@@ -374,6 +402,29 @@ void register_autograd_fast_paths(const std::string& ns, const std::vector<std::
                                    std::make_unique<AutogradFastPathKernel>()));
     }
   }
+}
+
+bool read_tensor_object(PyObject* object, Operand* operand) {
+  return reads_tensor_objects_of(Py_TYPE(object)) && read_through_layout(object, operand);
+}
+
+bool enable_tensor_object_reads(PyObject* tensor_type, PyObject* parameter_type, PyObject* probe,
+                                const Operand& probe_read) {
+  auto* type = reinterpret_cast<PyTypeObject*>(tensor_type);
+  if (!PyType_Check(tensor_type) || !PyType_Check(parameter_type) || Py_TYPE(probe) != type ||
+      type->tp_basicsize < static_cast<Py_ssize_t>(sizeof(TensorObject))) {
+    return false;
+  }
+  Operand through_layout;
+  if (!read_through_layout(probe, &through_layout) || through_layout.data != probe_read.data ||
+      through_layout.device != probe_read.device || !same_layout(through_layout, probe_read)) {
+    return false;
+  }
+  Py_INCREF(tensor_type);
+  Py_INCREF(parameter_type);
+  tensor_object_types[0].store(type);
+  tensor_object_types[1].store(reinterpret_cast<PyTypeObject*>(parameter_type));
+  return true;
 }
 
 void set_backend_table(const std::vector<int32_t>& codes) {

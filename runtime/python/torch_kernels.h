@@ -3,6 +3,8 @@
 #ifndef OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
 #define OPERATOR_RUNTIME_PYTHON_TORCH_KERNELS_H_
 
+#include <Python.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +42,18 @@ void register_autograd_fast_paths(const std::string& ns, const std::vector<std::
 int64_t register_prepared(const oprt_operator_t* op, void* handle, int64_t device,
                           std::vector<Operand> layouts);
 void unregister_prepared(int64_t id);
+
+// Reads a Python tensor object of exactly torch.Tensor or torch.nn.Parameter
+// without a Python call, once enable_tensor_object_reads has; false for any
+// other object and for anything the Python path must judge (read_operand then
+// reads it through its Python attributes, and says what is wrong).
+bool read_tensor_object(PyObject* object, Operand* operand);
+
+// Enables read_tensor_object for tensor_type and parameter_type when probe, an
+// object of tensor_type, reads the same through it as probe_read (read through
+// its Python attributes); returns whether it did.
+bool enable_tensor_object_reads(PyObject* tensor_type, PyObject* parameter_type, PyObject* probe,
+                                const Operand& probe_read);
 
 // The backend the kernels use, as backends.resolve decides it: codes[slot * 2 +
 // device] is the native backend code for a call naming slot (0: none, 1: "cpu",
