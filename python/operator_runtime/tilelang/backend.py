@@ -6,9 +6,9 @@ dim and aliasing, and never touches memory) and hands its plan
 (`_C.Descriptor.plan`, docs/operators.md §6.1) to `prepare`, and re-checks the
 bound tensors with it before each run, so a bad call fails with exactly the C
 runtime's status and message. `prepare` reads the plan once, picks the
-regime and the kernels' tile shapes and compiles them; a run only views the
-bound tensors as the kernels want them and launches. The regimes, as the CUDA
-backend has them:
+regime and the kernels' tile shapes and compiles them; a prepared object binds
+that run to its tensors once (the kernels' views of them), and a run launches.
+The regimes, as the CUDA backend has them:
 
 - elementwise: operands that are contiguous alike (`contiguous` in the plan)
   run as flat vectors in place; any other layout (broadcast, strided) is
@@ -35,11 +35,11 @@ import functools
 import importlib.util
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import torch
 
-from operator_runtime.errors import NotSupportedError
+from operator_runtime.errors import InvalidArgumentError, NotSupportedError
 from operator_runtime.ops import OPERATORS, Kind
 from operator_runtime.tilelang import compiler, registry
 
@@ -75,6 +75,17 @@ MIN_SPLIT_ROWS = 64
 FLAT_CHUNK = 2**30
 # Prepared runs kept for reuse, by op, style, dtype, device, plan and alignment.
 RUN_CACHE_SIZE = 256
+
+
+class Run(Protocol):
+    """A prepared call's regime and kernels, for a plan: bind(out, inputs) gives
+    the launch for those tensors (the kernels' views of them made once)."""
+
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]: ...
+
+
+def _nothing() -> None:
+    """The launch of a call with nothing to compute (an empty tensor)."""
 
 
 def _bucket(widths: Sequence[int], extent: int) -> int:
@@ -242,9 +253,15 @@ class FlatRun:
     def _flat(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.as_strided((self.numel,), (1,), tensor.storage_offset())
 
-    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         if self.numel == 0:
-            return
+            return _nothing
+        direct_inputs = all(dense and _aligned(t) for t, dense in zip(inputs, self.inputs_dense))
+        if direct_inputs and self.out_dense and _aligned(out) and self.numel <= FLAT_CHUNK:
+            return functools.partial(self.kernel, *(self._flat(t) for t in inputs), self._flat(out), *self.scalars)
+        return functools.partial(self._gathered, out, inputs)
+
+    def _gathered(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
         flat_inputs = [
             self._flat(t) if dense and _aligned(t)
             else self._view(t, s).clone(memory_format=torch.contiguous_format).view(-1)
@@ -252,12 +269,9 @@ class FlatRun:
         ]
         direct = self.out_dense and _aligned(out)
         result = self._flat(out) if direct else torch.empty(self.numel, dtype=out.dtype, device=out.device)
-        if self.numel <= FLAT_CHUNK:
-            self.kernel(*flat_inputs, result, *self.scalars)
-        else:  # the flat kernel's extent is a 32-bit int
-            for start in range(0, self.numel, FLAT_CHUNK):
-                part = slice(start, start + FLAT_CHUNK)
-                self.kernel(*(flat[part] for flat in flat_inputs), result[part], *self.scalars)
+        for start in range(0, self.numel, FLAT_CHUNK):  # the flat kernel's extent is a 32-bit int
+            part = slice(start, start + FLAT_CHUNK)
+            self.kernel(*(flat[part] for flat in flat_inputs), result[part], *self.scalars)
         if not direct:
             self._view(out, self.out_strides).copy_(result.view(self.shape))
 
@@ -344,16 +358,23 @@ class RowsRun:
     def _rows(self, matrix: torch.Tensor) -> torch.Tensor:
         return matrix.as_strided((self.m, self.nv, self.vec), (self.n, self.vec, 1), matrix.storage_offset())
 
-    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         rows = [self._rows(t) for t in inputs]
         if self.reduces:
             out_rows = out.as_strided((self.m, 1), (1, 1), out.storage_offset())
         else:
             out_rows = self._rows(out)
         if self.chunk is None:
-            self.whole(*rows, out_rows)
-            return
-        device = out.device
+            return functools.partial(self.whole, *rows, out_rows)
+        return functools.partial(self._chunked, rows, out_rows)
+
+    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        self.bind(out, inputs)()
+
+    def _chunked(self, rows: Sequence[torch.Tensor], out_rows: torch.Tensor) -> None:
+        # The partials come from torch's caching allocator at each run, on the
+        # stream of that run.
+        device = out_rows.device
         if self.recipe == "chunk_stats":
             stats = torch.empty((self.m, self.chunks, 2), dtype=torch.float32, device=device)
             self.first(*rows, stats)
@@ -394,24 +415,25 @@ class ColumnsRun:
             self.finish = kernels.get("columns", dtype="float32", out_dtype=dtype,
                                       **column_tile(tile["width"], 1))
 
-    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         iv = self.inner // self.vec
         shape = (self.outer, self.n, iv, self.vec)
         strides = (self.n * self.inner, self.inner, self.vec, 1)
         views = [t.as_strided(shape, strides, t.storage_offset()) for t in inputs]
         if not self.reduces:
-            self.kernel(*views, out.as_strided(shape, strides, out.storage_offset()))
-            return
-        result = out.as_strided((self.outer, 1, iv, self.vec), (self.inner, self.inner, self.vec, 1),
-                                out.storage_offset())
+            return functools.partial(self.kernel, *views, out.as_strided(shape, strides, out.storage_offset()))
         if self.splits == 1:
-            self.kernel(*views, result)
-            return
-        partials = torch.empty((self.outer, self.splits, iv, self.vec), dtype=torch.float32, device=out.device)
+            result = out.as_strided((self.outer, 1, iv, self.vec), (self.inner, self.inner, self.vec, 1),
+                                    out.storage_offset())
+            return functools.partial(self.kernel, *views, result)
+        result = out.as_strided((self.outer, 1, self.inner, 1), (self.inner, self.inner, 1, 1), out.storage_offset())
+        return functools.partial(self._split, views, result)
+
+    def _split(self, views: Sequence[torch.Tensor], result: torch.Tensor) -> None:
+        iv = self.inner // self.vec
+        partials = torch.empty((self.outer, self.splits, iv, self.vec), dtype=torch.float32, device=result.device)
         self.kernel(*views, partials)
-        self.finish(partials.view(self.outer, self.splits, self.inner, 1),
-                    out.as_strided((self.outer, 1, self.inner, 1), (self.inner, self.inner, 1, 1),
-                                   out.storage_offset()))
+        self.finish(partials.view(self.outer, self.splits, self.inner, 1), result)
 
 
 def _row_dims(plan: dict) -> list[tuple[int, tuple[int, ...], int]]:
@@ -459,7 +481,7 @@ class GatherRun:
     """Any other layout: inputs gathered into contiguous (m, n) matrices in the
     plan's row order, out written through one, around a RowsRun."""
 
-    def __init__(self, plan: dict, keeps_axis: bool, rows_run: Callable):
+    def __init__(self, plan: dict, keeps_axis: bool, rows_run: RowsRun):
         n = plan["row_length"]
         self.shape = tuple(plan["shape"]) + (n,)
         self.in_strides = [tuple(s) + (a,) for s, a in zip(plan["in_strides"], plan["in_axis_strides"])]
@@ -467,7 +489,10 @@ class GatherRun:
         self.out_strides = tuple(plan["out_strides"]) + ((plan["out_axis_stride"],) if keeps_axis else ())
         self.rows_run = rows_run
 
-    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
+        return functools.partial(self._gathered, out, inputs)
+
+    def _gathered(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
         matrices = [
             t.as_strided(self.shape, s, t.storage_offset()).clone(memory_format=torch.contiguous_format)
             for t, s in zip(inputs, self.in_strides)
@@ -488,14 +513,14 @@ class ReductionRun:
         self.layout = Layout(plan, self.keeps_axis, "columns" in registry.kernels(op))
         self.plan = plan
         self.kernels = kernels
-        self.runs: dict[int, Callable] = {}
+        self.runs: dict[int, Run] = {}
         self.vec = _vector(dtype, self.inner_extent()) if aligned else 1
         self.run_for(self.vec)
 
     def inner_extent(self) -> int:
         return self.layout.inner if self.layout.kind == "columns" else self.n
 
-    def run_for(self, vec: int) -> Callable:
+    def run_for(self, vec: int) -> Run:
         run = self.runs.get(vec)
         if run is None:
             if self.layout.kind == "columns":
@@ -507,38 +532,50 @@ class ReductionRun:
             self.runs[vec] = run
         return run
 
-    def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
-        if self.m == 0:
-            return
+    def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
+        if self.m == 0 or (self.n == 0 and self.keeps_axis):
+            return _nothing
         if self.n == 0:
-            if not self.keeps_axis:
-                out.zero_()
-            return
+            return out.zero_
         vec = self.vec
         if vec > 1 and not (_aligned(out) and all(_aligned(t) for t in inputs)):
             vec = 1
-        self.run_for(vec)(out, inputs)
+        return self.run_for(vec).bind(out, inputs)
 
 
 class TileLangKernel:
-    """A prepared call: its run, chosen and compiled at prepare; runs only view and launch."""
+    """A prepared call: its run, chosen and compiled at prepare. A run launches
+    what its run bound to the tensors' data pointers (the kernels' views of
+    them), bound again only when a pointer moved (a rebind, `.data = ...`): the
+    views hold their storage, so an unchanged pointer is the same memory."""
 
-    def __init__(self, run: Callable):
-        self._run = run
+    def __init__(self, op: str, run: Run):
+        self._op = op
+        self._run: Run | None = run
+        self._launch: tuple[tuple[int, ...], Callable[[], None]] | None = None
 
     def run(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], stream: int) -> None:
         # TileLang launches on torch's current stream, which is `stream`.
-        self._run(out, inputs)
+        pointers = (out.data_ptr(), *(t.data_ptr() for t in inputs))
+        launch = self._launch
+        if launch is None or launch[0] != pointers:
+            run = self._run
+            if run is None:  # destroyed by another thread since this run's check
+                raise InvalidArgumentError(f"{self._op}: descriptor was destroyed")
+            launch = (pointers, run.bind(out, inputs))
+            self._launch = launch  # one assignment: runs from other threads see either
+        launch[1]()
 
     def destroy(self) -> None:
         self._run = None
+        self._launch = None
 
 
 class TileLangBackend:
     """backend="tilelang": the kernels registered by ops/<op>/tilelang/ on CUDA devices."""
 
     def __init__(self) -> None:
-        self._runs: dict[tuple, Callable] = {}
+        self._runs: dict[tuple, Run] = {}
 
     def unavailable_reason(self) -> str | None:
         if not torch.cuda.is_available():
@@ -575,4 +612,4 @@ class TileLangBackend:
             if len(self._runs) >= RUN_CACHE_SIZE:  # the oldest goes (another thread may have taken it)
                 self._runs.pop(next(iter(self._runs), None), None)
             self._runs[key] = run
-        return TileLangKernel(run)
+        return TileLangKernel(op, run)
