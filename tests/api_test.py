@@ -265,6 +265,9 @@ class _FakePythonBackend:
     def runs_on(self, device):
         return device.type == "cpu"
 
+    def prepare_key(self):
+        return None
+
     def prepare(self, op, plan, out, inputs, params):
         backend = self
         backend.plans.append(plan)
@@ -273,6 +276,9 @@ class _FakePythonBackend:
             def run(self, out, inputs, stream):
                 backend.calls.append((op, tuple(params), stream))
                 out.copy_(inputs[0])
+
+            def release(self):
+                backend.calls.append(("released", op))
 
             def destroy(self):
                 backend.calls.append(("destroyed", op))
@@ -288,7 +294,7 @@ def test_python_backend_hook_routes_calls():
         assert "tilelang" in ort.available_backends()
         source = torch.arange(4.0)
         assert torch.equal(ort.copy(source, backend="tilelang"), source)
-        assert fake.calls == [("copy", (), 0), ("destroyed", "copy")]
+        assert fake.calls == [("copy", (), 0), ("released", "copy")]
         # The backend is handed the C runtime's plan of the call.
         assert [(plan["numel"], plan["contiguous"], plan["shape"]) for plan in fake.plans] == [(4, True, (4,))]
         with pytest.raises(ort.InvalidArgumentError, match="cannot run tensors on meta"):
@@ -405,6 +411,34 @@ def test_cpu_softmax_backward_rows_of_stride_1_match_the_portable_loop_to_the_bi
         columns = ort.softmax_backward(dy.t().contiguous(), y.t().contiguous(), 0, backend="cpu")
         bits = {4: torch.int32, 2: torch.int16}[rows.element_size()]
         assert torch.equal(rows.view(bits), columns.t().view(bits)), length
+
+
+def test_python_backend_calls_of_a_signature_seen_before_prepare_nothing():
+    fake = _FakePythonBackend()
+    registered = ort.backends.python_backend("tilelang")
+    ort.register_python_backend("tilelang", fake)
+    try:
+        x, out = torch.randn(4, 6), torch.empty(4, 6)
+        for _ in range(3):
+            ort.copy_(out, x, backend="tilelang")
+        ort.copy_(out, torch.randn(4, 6), backend="tilelang")  # other memory, same signature
+        assert len(fake.plans) == 1
+        assert fake.calls == [("copy", (), 0), ("released", "copy")] * 4
+        # What create validates is part of the signature: a layout, an overlap.
+        ort.copy_(out.t(), x.t(), backend="tilelang")
+        ort.copy_(x, x, backend="tilelang")
+        assert len(fake.plans) == 3
+        # A call the kept descriptor refuses is made anew, which says what is wrong:
+        # the same as creating a descriptor for it.
+        x.untyped_storage().resize_(0)
+        with pytest.raises(ort.InvalidArgumentError) as refused:
+            ort.copy_(out, x, backend="tilelang")
+        with pytest.raises(ort.InvalidArgumentError) as created:
+            ort.prepare_copy(out, x, backend="tilelang")
+        assert refused.value.message == created.value.message
+    finally:
+        ort.backends.unregister_python_backend("tilelang")
+    ort.register_python_backend("tilelang", registered)
 
 
 def test_native_backend_names_cannot_be_replaced():

@@ -10,7 +10,7 @@ calls "cuda").
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from typing import Hashable, Protocol, Sequence
 
 import torch
 
@@ -34,6 +34,10 @@ class PythonKernel(Protocol):
 
     def run(self, out: torch.Tensor, inputs: Sequence[torch.Tensor], stream: int) -> None: ...
 
+    def release(self) -> None:
+        """Lets go of anything held from the tensors of the last run (a call of
+        ort.<op>() keeps its kernel for the next call of the same signature)."""
+
     def destroy(self) -> None: ...
 
 
@@ -46,6 +50,10 @@ class PythonBackend(Protocol):
         """Why available() is False (None when it is True), for error messages."""
 
     def runs_on(self, device: torch.device) -> bool: ...
+
+    def prepare_key(self) -> Hashable:
+        """What prepare depends on besides the call (TileLang: the kernel style):
+        ort.<op>() calls reuse a kernel only while it is the same."""
 
     def prepare(
         self, op: str, plan: dict, out: torch.Tensor, inputs: Sequence[torch.Tensor],

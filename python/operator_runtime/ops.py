@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+import threading
 from typing import Any, NamedTuple, Sequence
 
 import torch
@@ -79,6 +80,45 @@ def _aliasing(out_ptr: int, out: _Layout, in_ptr: int, inp: _Layout) -> str:
     return "partial"
 
 
+class _Created(NamedTuple):
+    """A call create has validated: its tensors, device and backend, and the
+    descriptor (a cpu one for a Python backend, whose kernel it holds too)."""
+
+    out: torch.Tensor
+    inputs: tuple[torch.Tensor, ...]
+    device: torch.device
+    backend: str
+    descriptor: Any
+    kernel: backends.PythonKernel | None
+
+
+def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],
+            backend: str | None) -> _Created:
+    op = info.name
+    out = tensors.as_tensor(op, "out", out, writable=True)
+    inputs = tuple(tensors.as_tensor(op, role, value) for role, value in zip(info.input_names, inputs))
+    named = [("out", out), *zip(info.input_names, inputs)]
+    device = tensors.common_device(op, named)
+    # Inputs first, so a bad dtype is reported where the caller gave it.
+    input_views = [tensors.view(op, role, tensor) for role, tensor in named[1:]]
+    out_view = tensors.view(op, "out", out)
+    name = backends.resolve(op, backend, device)
+    param_values = _param_values(info, params)
+    python_backend = backends.python_backend(name)
+    # A Python backend's calls are checked and planned by a cpu descriptor of the
+    # same views (create never touches memory): the backend launches from its plan,
+    # and each run re-checks the layouts and storage with it.
+    code = backends.NATIVE_BACKEND_CODES.get(name, _C.OPRT_BACKEND_CPU)
+    try:
+        descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
+    except _C.Error as error:
+        raise from_c_error(error) from None
+    kernel = None
+    if python_backend is not None:
+        kernel = python_backend.prepare(op, descriptor.plan, out, inputs, param_values)
+    return _Created(out, inputs, device, name, descriptor, kernel)
+
+
 class Prepared:
     """An operator descriptor created once for fixed tensor layouts.
 
@@ -105,29 +145,13 @@ class Prepared:
         self.op = op
         self._info = info
         self._destroyed = False
-        out = tensors.as_tensor(op, "out", out, writable=True)
-        inputs = tuple(
-            tensors.as_tensor(op, role, value) for role, value in zip(info.input_names, inputs)
-        )
-        named = [("out", out), *zip(info.input_names, inputs)]
-        device = tensors.common_device(op, named)
-        # Inputs first, so a bad dtype is reported where the caller gave it.
-        input_views = [tensors.view(op, role, tensor) for role, tensor in named[1:]]
-        out_view = tensors.view(op, "out", out)
-        self.backend = backends.resolve(op, backend, device)
-        param_values = _param_values(info, params)
-
-        python_backend = backends.python_backend(self.backend)
-        # A Python backend's calls are checked and planned by a cpu descriptor of the
-        # same views (create never touches memory): the backend launches from its plan,
-        # and each run re-checks the layouts and storage with it.
-        code = backends.NATIVE_BACKEND_CODES.get(self.backend, _C.OPRT_BACKEND_CPU)
-        try:
-            self._descriptor = _C.Descriptor(op, code, out_view, input_views, param_values)
-        except _C.Error as error:
-            raise from_c_error(error) from None
-        if python_backend is not None:
-            self._kernel = python_backend.prepare(op, self._descriptor.plan, out, inputs, param_values)
+        created = _create(info, out, inputs, params, backend)
+        out, inputs, device = created.out, created.inputs, created.device
+        self.backend = created.backend
+        self._descriptor = created.descriptor
+        python_backend = created.kernel is not None
+        if python_backend:
+            self._kernel = created.kernel
             self._execute = self._execute_python
             self.workspace_size = 0
         else:
@@ -137,9 +161,7 @@ class Prepared:
         self._device_index = out.get_device()
         # Runs go through torch's oprt::_prepared_run (C++, library.PREPARED_RUN) when
         # the descriptor is native; 0: always the Python path (a Python backend).
-        self._prepared_id = (
-            0 if python_backend is not None else self._descriptor.prepared_id(self._device_index)
-        )
+        self._prepared_id = 0 if python_backend else self._descriptor.prepared_id(self._device_index)
         self._stream = tensors.stream_getter(device)
         # One workspace per stream, so runs on different streams never share one.
         self._workspaces: dict[int, torch.Tensor] = {}
@@ -275,6 +297,74 @@ def _on_device(device: torch.device, execute):
             execute(*args)
 
     return execute_on_device
+
+
+class _PythonBackendCall:
+    """ort.<op>() and <op>_() on a Python backend, for one call signature: the cpu
+    descriptor that checks the call and the backend's kernel, made by the first
+    call of that signature and kept, holding no tensor between calls."""
+
+    def __init__(self, created: _Created):
+        self._descriptor = created.descriptor
+        self._kernel = created.kernel
+        self._device_index = created.out.get_device()
+        self._stream = tensors.stream_getter(created.device)
+        self._execute = self._launch
+        if created.device.type == "cuda" and torch.cuda.device_count() > 1:
+            self._execute = _on_device(created.device, self._launch)
+
+    def _launch(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        self._descriptor.check_bound(out, inputs, self._device_index)
+        try:
+            self._kernel.run(out, inputs, self._stream())
+        finally:
+            self._kernel.release()
+
+    def run(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
+        self._execute(out, inputs)
+
+
+# Python-backend calls kept by signature: what create validates (the op, the
+# backend, params, every tensor's dtype, shape, strides and device, how out
+# overlaps each input) and what the backend's prepare also depends on
+# (prepare_key, the operands' alignment).
+_PYTHON_BACKEND_CALLS: dict[tuple, _PythonBackendCall] = {}
+_PYTHON_BACKEND_CALLS_LOCK = threading.Lock()
+PYTHON_BACKEND_CALLS_KEPT = 64
+
+
+def run_on_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
+                          params: Sequence[Any], name: str) -> None:
+    """Runs a call of ort.<op>() or <op>_() on the Python backend `name`. A call of a
+    signature seen before creates and plans nothing; one its kept descriptor refuses
+    (a tensor past its storage, ...) is made anew, which raises what is wrong."""
+    out_layout = _Layout.of(out)
+    input_layouts = tuple(_Layout.of(t) for t in inputs)
+    overlaps = tuple(_aliasing(out.data_ptr(), out_layout, t.data_ptr(), layout)
+                     for t, layout in zip(inputs, input_layouts))
+    # The backend object (one registered anew is another), and whether every operand
+    # is 16-byte aligned (the kernels a backend picks may depend on it).
+    python_backend = backends.python_backend(name)
+    aligned = all(t.data_ptr() % 16 == 0 for t in (out, *inputs))
+    key = (info.name, python_backend, python_backend.prepare_key(), tuple(params),
+           out_layout, input_layouts, overlaps, aligned)
+    call = _PYTHON_BACKEND_CALLS.get(key)
+    if call is not None:
+        try:
+            call.run(out, inputs)
+            return
+        except _C.Error:
+            with _PYTHON_BACKEND_CALLS_LOCK:
+                _PYTHON_BACKEND_CALLS.pop(key, None)
+    call = _PythonBackendCall(_create(info, out, inputs, dict(zip(info.param_names, params)), name))
+    try:
+        call.run(out, inputs)
+    except _C.Error as error:
+        raise from_c_error(error) from None
+    with _PYTHON_BACKEND_CALLS_LOCK:
+        if len(_PYTHON_BACKEND_CALLS) >= PYTHON_BACKEND_CALLS_KEPT:  # the oldest goes
+            del _PYTHON_BACKEND_CALLS[next(iter(_PYTHON_BACKEND_CALLS))]
+        _PYTHON_BACKEND_CALLS[key] = call
 
 
 def _prepare(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],

@@ -566,6 +566,9 @@ class TileLangKernel:
             self._launch = launch  # one assignment: runs from other threads see either
         launch[1]()
 
+    def release(self) -> None:
+        self._launch = None
+
     def destroy(self) -> None:
         self._run = None
         self._launch = None
@@ -593,6 +596,9 @@ class TileLangBackend:
 
     def runs_on(self, device: torch.device) -> bool:
         return device.type == "cuda"
+
+    def prepare_key(self) -> str:
+        return compiler.get_style()
 
     def prepare(self, op: str, plan: dict, out: torch.Tensor, inputs: Sequence[torch.Tensor],
                 params: Sequence[float]) -> TileLangKernel:
