@@ -1,0 +1,115 @@
+"""The tilelang backend's host side without a GPU (python/operator_runtime/tilelang/backend.py).
+
+Its kernels are stood in for by recorders, so what is checked is what the host side
+decides from the C runtime's plan: which kernels a call launches, on which views of
+which memory, and when a prepared run binds its views again. The kernels' math is
+checked by the case tables on a GPU (docs/tilelang.md §5).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+import operator_runtime as ort
+from operator_runtime.tilelang import backend, registry
+
+KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "rows"]
+
+
+class RecordingKernels:
+    """backend.Kernels for cpu tensors: each kernel records its launches, as
+    (name, [(shape, strides, data pointer) of each tensor argument])."""
+
+    def __init__(self, dtype: str = "float32"):
+        self.dtype = dtype
+        self.multiprocessors = 132
+        self.launches: list[tuple[str, list[tuple]]] = []
+
+    def get(self, name: str, op: str | None = None, **consts):
+        def launch(*args):
+            self.launches.append((name, [(tuple(a.shape), a.stride(), a.data_ptr()) for a in args
+                                         if isinstance(a, torch.Tensor)]))
+        return launch
+
+
+@pytest.fixture(autouse=True)
+def softmax_kernels(monkeypatch):
+    """softmax as if its TileLang kernels were registered (importing them needs TileLang)."""
+    monkeypatch.setattr(registry, "kernels", lambda op: KERNEL_NAMES)
+
+
+def plan_of(out: torch.Tensor, x: torch.Tensor) -> dict:
+    """The C runtime's plan of softmax(x) into out along the last dim."""
+    with ort.prepare_softmax(out, x, -1, backend="cpu") as prepared:
+        return prepared._descriptor.plan
+
+
+def prepared(out: torch.Tensor, x: torch.Tensor, kernels: RecordingKernels) -> backend.TileLangKernel:
+    run = backend.ReductionRun("softmax", plan_of(out, x), kernels, x.dtype, aligned=True)
+    return backend.TileLangKernel("softmax", run)
+
+
+def test_a_prepared_run_binds_its_views_once_per_set_of_pointers_until_released():
+    kernels = RecordingKernels()
+    x, out = torch.randn(64, 100), torch.empty(64, 100)
+    kernel = prepared(out, x, kernels)
+    kernel.run(out, [x], 0)
+    first = kernel._launch[1]
+    kernel.run(out, [x], 0)
+    assert kernel._launch[1] is first  # the same launch, no new views
+    # Whole rows of 100 f32 in 16-byte vectors: one launch of `rows` per run.
+    assert kernels.launches == [("rows", [((64, 25, 4), (100, 4, 1), x.data_ptr()),
+                                          ((64, 25, 4), (100, 4, 1), out.data_ptr())])] * 2
+    x.data = torch.randn(64, 100)  # the memory moved: the next run binds again, to it
+    kernel.run(out, [x], 0)
+    assert kernel._launch[1] is not first
+    assert kernels.launches[-1][1][0][2] == x.data_ptr()
+    # release (after each ort.<op>() call, whose kernel is kept) lets go of the views.
+    kernel.release()
+    assert kernel._launch is None
+
+
+def test_regimes_from_the_plan():
+    # Rows longer than a block holds run in chunks: statistics, their combination, the writes.
+    kernels = RecordingKernels()
+    x, out = torch.randn(4, 100_000), torch.empty(4, 100_000)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert [name for name, _ in kernels.launches] == ["chunk_stats", "combine_stats", "chunk_write"]
+    # softmax over dim 0 of a contiguous (n, inner) tensor: columns, read in place.
+    kernels = RecordingKernels()
+    x, out = torch.randn(300, 64), torch.empty(300, 64)
+    with ort.prepare_softmax(out, x, 0, backend="cpu") as p:
+        run = backend.ReductionRun("softmax", p._descriptor.plan, kernels, x.dtype, aligned=True)
+    backend.TileLangKernel("softmax", run).run(out, [x], 0)
+    assert kernels.launches == [("columns", [((1, 300, 16, 4), (19200, 64, 4, 1), x.data_ptr()),
+                                             ((1, 300, 16, 4), (19200, 64, 4, 1), out.data_ptr())])]
+    # Transposed rows are gathered into a contiguous matrix first: the kernel reads a copy.
+    kernels = RecordingKernels()
+    x, out = torch.randn(100, 64).t(), torch.empty(64, 100)
+    prepared(out, x, kernels).run(out, [x], 0)
+    (name, args), = kernels.launches
+    assert name == "rows" and args[0][2] != x.data_ptr()
+
+
+def test_misaligned_tensors_take_the_one_element_kernels():
+    kernels = RecordingKernels()
+    x, out = torch.randn(64 * 100 + 1)[1:].view(64, 100), torch.empty(64, 100)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert kernels.launches[0][1][0][:2] == ((64, 100, 1), (100, 1, 1))
+
+
+def test_a_run_after_destroy_is_refused():
+    kernels = RecordingKernels()
+    x, out = torch.randn(8, 32), torch.empty(8, 32)
+    kernel = prepared(out, x, kernels)
+    kernel.destroy()
+    with pytest.raises(ort.InvalidArgumentError, match="softmax: descriptor was destroyed"):
+        kernel.run(out, [x], 0)
+    assert kernels.launches == []
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
