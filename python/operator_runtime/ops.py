@@ -94,6 +94,8 @@ class _Created(NamedTuple):
 
 def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],
             backend: str | None) -> _Created:
+    """Validates a call as the C runtime's create does (raising its error) and, on a
+    Python backend, prepares the backend's kernel from the descriptor's plan."""
     op = info.name
     out = tensors.as_tensor(op, "out", out, writable=True)
     inputs = tuple(tensors.as_tensor(op, role, value) for role, value in zip(info.input_names, inputs))

@@ -21,7 +21,6 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
-#include <Python.h>
 #include <pthread.h>
 
 #include <atomic>
