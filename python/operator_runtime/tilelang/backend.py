@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol, Sequence
 
@@ -579,6 +580,7 @@ class TileLangBackend:
 
     def __init__(self) -> None:
         self._runs: dict[tuple, Run] = {}
+        self._runs_lock = threading.Lock()
 
     def unavailable_reason(self) -> str | None:
         if not torch.cuda.is_available():
@@ -602,8 +604,8 @@ class TileLangBackend:
 
     def prepare(self, op: str, plan: dict, out: torch.Tensor, inputs: Sequence[torch.Tensor],
                 params: Sequence[float]) -> TileLangKernel:
-        # Runs depend on the plan, not on the tensors: one run serves every call
-        # of the same plan (an op_() call prepares anew each time).
+        # Runs depend on the plan, not on the tensors: one run serves every
+        # prepare_<op>() and every new signature of ort.<op>() calls of the same plan.
         style = compiler.get_style()
         elementwise = OPERATORS[op].kind == Kind.ELEMENTWISE
         aligned = all(_aligned(t) for t in (out, *inputs))
@@ -615,7 +617,8 @@ class TileLangBackend:
                 run = FlatRun(plan, kernels, params)
             else:
                 run = ReductionRun(op, plan, kernels, out.dtype, aligned)
-            if len(self._runs) >= RUN_CACHE_SIZE:  # the oldest goes (another thread may have taken it)
-                self._runs.pop(next(iter(self._runs), None), None)
-            self._runs[key] = run
+            with self._runs_lock:
+                if len(self._runs) >= RUN_CACHE_SIZE:  # the oldest goes
+                    del self._runs[next(iter(self._runs))]
+                self._runs[key] = run
         return TileLangKernel(op, run)
