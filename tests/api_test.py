@@ -441,6 +441,75 @@ def test_python_backend_calls_of_a_signature_seen_before_prepare_nothing():
     ort.register_python_backend("tilelang", registered)
 
 
+def test_signature_tells_apart_what_a_python_backend_prepares_for():
+    memory = torch.zeros(64)
+    x = memory[:24].view(4, 6)
+    same_layout_elsewhere = memory[32:56].view(4, 6)  # 128 bytes further: as aligned
+    assert _C.signature(x, x) == _C.signature(same_layout_elsewhere, same_layout_elsewhere)
+    others = [
+        _C.signature(x, same_layout_elsewhere),  # out is not the input: disjoint
+        _C.signature(x, x.t().contiguous().t()),  # strides
+        _C.signature(x, x.half()),  # dtype
+        _C.signature(x, memory[:12].view(2, 6)),  # shape
+        _C.signature(x, memory[1:25].view(4, 6)),  # 4-byte aligned, not 16
+        _C.signature(x, memory[2:26].view(4, 6)),  # 8-byte aligned
+        _C.signature(x, memory[12:36].view(4, 6)),  # aligned the same, half of it is out's
+    ]
+    assert len({_C.signature(x, x), *others}) == 1 + len(others)
+    memory.untyped_storage().resize_(0)
+    with pytest.raises(_C.Error, match="reaches past its storage"):
+        _C.signature(x, x)
+
+
+def test_python_backend_calls_are_kept_per_alignment_and_at_most_64():
+    fake = _FakePythonBackend()
+    registered = ort.backends.python_backend("tilelang")
+    ort.register_python_backend("tilelang", fake)
+    try:
+        memory, out = torch.randn(32), torch.empty(24)
+        ort.copy_(out, memory[:24], backend="tilelang")
+        ort.copy_(out, memory[4:28], backend="tilelang")  # aligned the same
+        assert len(fake.plans) == 1
+        ort.copy_(out, memory[1:25], backend="tilelang")  # the kernels may depend on it
+        assert len(fake.plans) == 2
+        for length in range(1, 70):
+            ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
+        assert len(ort.ops.PYTHON_BACKEND_CALLS) == ort.ops.PYTHON_BACKEND_CALLS.capacity == 64
+    finally:
+        ort.backends.unregister_python_backend("tilelang")
+    ort.register_python_backend("tilelang", registered)
+
+
+def test_bounded_cache_drops_the_oldest_and_works_in_a_forked_child():
+    script = """
+import os, threading
+from operator_runtime._internal.bounded_cache import BoundedCache
+cache = BoundedCache(capacity=2)
+for key in "abc":
+    cache.put(key, key.upper())
+cache.put("c", "C again")  # a key kept already takes no room
+cache.discard("missing")
+assert (cache.get("a"), cache.get("b"), cache.get("c"), len(cache)) == (None, "B", "C again", 2)
+held, release = threading.Event(), threading.Event()
+def hold():
+    with cache._lock:
+        held.set()
+        release.wait()
+threading.Thread(target=hold).start()
+held.wait()
+pid = os.fork()
+if pid == 0:  # the thread holding the lock does not exist here
+    cache.put("d", "D")
+    os._exit(0 if cache.get("d") == "D" else 1)
+release.set()
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["child", "0"]
+
+
 def test_native_backend_names_cannot_be_replaced():
     with pytest.raises(ort.InvalidArgumentError):
         ort.register_python_backend("cpu", _FakePythonBackend())

@@ -143,7 +143,9 @@ def execute(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor
     name = backends.resolve(info.name, backend, out.device)
     code = backends.NATIVE_BACKEND_CODES.get(name)
     if code is None:
-        _execute_python_backend(info, out, inputs, params, name)
+        from operator_runtime.ops import run_on_python_backend  # ops imports this module
+
+        run_on_python_backend(info, out, inputs, params, name)
     elif out.is_cuda:
         with torch.cuda.device(out.device):
             _run(info, code, tensors.current_stream(out.get_device()), out, inputs, params)
@@ -162,14 +164,6 @@ def _run(info: OperatorInfo, code: int, stream: int, out: torch.Tensor,
             _C.run(info.index, code, stream, workspace.data_ptr(), needed, params, out, *inputs)
     except _C.Error as error:
         raise from_c_error(error) from None
-
-
-def _execute_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
-                            params: Sequence[Any], name: str) -> None:
-    from operator_runtime.ops import run_on_python_backend  # ops imports this module
-
-    run_on_python_backend(info, out, inputs, params, name)
-    torch.autograd.graph.increment_version(out)
 
 
 def check_fake_call(info: OperatorInfo, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],

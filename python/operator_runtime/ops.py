@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-import threading
 from typing import Any, NamedTuple, Sequence
 
 import torch
 
 from operator_runtime import _C, backends, library
 from operator_runtime._internal import tensors
+from operator_runtime._internal.bounded_cache import BoundedCache
 from operator_runtime.errors import InvalidArgumentError, from_c_error
 from operator_runtime.operator_table import (
     AXIS_PARAM,
@@ -326,13 +326,11 @@ class _PythonBackendCall:
         self._execute(out, inputs)
 
 
-# Python-backend calls kept by signature: what create validates (the op, the
-# backend, params, every tensor's dtype, shape, strides and device, how out
-# overlaps each input) and what the backend's prepare also depends on
-# (prepare_key, the operands' alignment).
-_PYTHON_BACKEND_CALLS: dict[tuple, _PythonBackendCall] = {}
-_PYTHON_BACKEND_CALLS_LOCK = threading.Lock()
-PYTHON_BACKEND_CALLS_KEPT = 64
+# Python-backend calls kept by signature: the op, the backend object (one registered
+# anew is another), what its prepare also depends on (prepare_key), the params, and
+# _C.signature's bytes (every tensor's dtype, device, shape, strides and alignment,
+# how out overlaps each input).
+PYTHON_BACKEND_CALLS: BoundedCache[_PythonBackendCall] = BoundedCache(capacity=64)
 
 
 def run_on_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
@@ -340,33 +338,26 @@ def run_on_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequenc
     """Runs a call of ort.<op>() or <op>_() on the Python backend `name`. A call of a
     signature seen before creates and plans nothing; one its kept descriptor refuses
     (a tensor past its storage, ...) is made anew, which raises what is wrong."""
-    out_layout = _Layout.of(out)
-    input_layouts = tuple(_Layout.of(t) for t in inputs)
-    overlaps = tuple(_aliasing(out.data_ptr(), out_layout, t.data_ptr(), layout)
-                     for t, layout in zip(inputs, input_layouts))
-    # The backend object (one registered anew is another), and whether every operand
-    # is 16-byte aligned (the kernels a backend picks may depend on it).
     python_backend = backends.python_backend(name)
-    aligned = all(t.data_ptr() % 16 == 0 for t in (out, *inputs))
-    key = (info.name, python_backend, python_backend.prepare_key(), tuple(params),
-           out_layout, input_layouts, overlaps, aligned)
-    call = _PYTHON_BACKEND_CALLS.get(key)
+    try:
+        key = (info.name, python_backend, python_backend.prepare_key(), tuple(params),
+               _C.signature(out, *inputs))
+    except _C.Error:
+        key = None  # a tensor the runtime refuses: made anew below, which says why
+    call = PYTHON_BACKEND_CALLS.get(key)
     if call is not None:
         try:
             call.run(out, inputs)
             return
         except _C.Error:
-            with _PYTHON_BACKEND_CALLS_LOCK:
-                _PYTHON_BACKEND_CALLS.pop(key, None)
+            PYTHON_BACKEND_CALLS.discard(key)
     call = _PythonBackendCall(_create(info, out, inputs, dict(zip(info.param_names, params)), name))
     try:
         call.run(out, inputs)
     except _C.Error as error:
         raise from_c_error(error) from None
-    with _PYTHON_BACKEND_CALLS_LOCK:
-        if len(_PYTHON_BACKEND_CALLS) >= PYTHON_BACKEND_CALLS_KEPT:  # the oldest goes
-            del _PYTHON_BACKEND_CALLS[next(iter(_PYTHON_BACKEND_CALLS))]
-        _PYTHON_BACKEND_CALLS[key] = call
+    if key is not None:
+        PYTHON_BACKEND_CALLS.put(key, call)
 
 
 def _prepare(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],

@@ -252,6 +252,78 @@ PyObject* run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return PyLong_FromSize_t(result.needed_workspace);
 }
 
+// Where op's operand lies in memory: [first, last] bytes, empty when it has no element.
+struct Extent {
+  uintptr_t first = 0, last = 0;
+  bool empty = true;
+};
+
+Extent extent_of(const Operand& operand) {
+  Extent extent;
+  int64_t span = 0;
+  for (int d = 0; d < operand.ndim; ++d) {
+    if (operand.shape[d] == 0) return extent;
+    span += (operand.shape[d] - 1) * operand.strides[d];
+  }
+  const auto item = static_cast<int64_t>(oprt_dtype_size(static_cast<oprt_dtype_t>(operand.dtype)));
+  extent.first = reinterpret_cast<uintptr_t>(operand.data);
+  extent.last = extent.first + static_cast<uintptr_t>((span + 1) * item - 1);
+  extent.empty = false;
+  return extent;
+}
+
+// How out shares memory with an input: the same tensor, none, or part of it.
+enum class Overlap : char { kSame = 's', kDisjoint = 'd', kPartial = 'p' };
+
+Overlap overlap_of(const Operand& out, const Operand& input) {
+  if (out.data == input.data && same_layout(out, input)) return Overlap::kSame;
+  const Extent a = extent_of(out), b = extent_of(input);
+  if (a.empty || b.empty || a.last < b.first || b.last < a.first) return Overlap::kDisjoint;
+  return Overlap::kPartial;
+}
+
+// The widest vector access a kernel makes (128 bits): a signature tells data
+// pointers apart by their alignment up to it, no further.
+constexpr uintptr_t kWidestAccess = 16;
+
+template <typename T>
+void append(std::string* bytes, const T& value) {
+  bytes->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// signature(out, *inputs) -> bytes: everything about the tensors a call of a
+// Python backend is prepared for besides the op and params: each operand's
+// dtype, device, shape, strides and data alignment (up to kWidestAccess), and
+// how out overlaps each input. Equal bytes, equal preparation.
+PyObject* signature(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1 || nargs > kMaxOperands) {
+    PyErr_SetString(PyExc_TypeError, "signature(out, *inputs): 1 to 9 tensors");
+    return nullptr;
+  }
+  Operand operands[kMaxOperands];
+  std::string bytes;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    Operand& operand = operands[i];
+    if (!read_operand(args[i], &operand, "signature", i == 0 ? "out" : "input")) return nullptr;
+    append(&bytes, operand.dtype);
+    append(&bytes, operand.device);
+    append(&bytes, operand.ndim);
+    bytes.append(reinterpret_cast<const char*>(operand.shape), sizeof(int64_t) * operand.ndim);
+    bytes.append(reinterpret_cast<const char*>(operand.strides), sizeof(int64_t) * operand.ndim);
+    const auto address = reinterpret_cast<uintptr_t>(operand.data);
+    append(&bytes, static_cast<char>(address % kWidestAccess == 0 ? kWidestAccess
+                                                                     : address & -address));
+  }
+  for (Py_ssize_t i = 1; i < nargs; ++i) append(&bytes, overlap_of(operands[0], operands[i]));
+  return PyBytes_FromStringAndSize(bytes.data(), static_cast<Py_ssize_t>(bytes.size()));
+}
+
+PyMethodDef signature_method = {
+    "signature", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&signature)),
+    METH_FASTCALL,
+    "signature(out, *inputs) -> bytes: the tensors' dtypes, devices, shapes, strides, data "
+    "alignment (up to 16 bytes) and out's overlap with each input, for keying calls."};
+
 PyMethodDef run_method = {
     "run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&run)), METH_FASTCALL,
     "run(op_index, backend, stream, workspace_ptr, workspace_size, params, out, *inputs): "
@@ -275,6 +347,8 @@ void add_cached_call(py::module_& m, PyObject* error) {
   load_operator_table();
 
   m.add_object("run", py::reinterpret_steal<py::object>(PyCFunction_New(&run_method, nullptr)));
+  m.add_object("signature",
+               py::reinterpret_steal<py::object>(PyCFunction_New(&signature_method, nullptr)));
   m.def(
       "register_dtype",
       [](py::object dtype, int code) {

@@ -34,12 +34,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Protocol, Sequence
 
 import torch
 
+from operator_runtime._internal.bounded_cache import BoundedCache
 from operator_runtime.errors import InvalidArgumentError, NotSupportedError
 from operator_runtime.ops import OPERATORS, Kind
 from operator_runtime.tilelang import compiler, registry
@@ -579,8 +579,7 @@ class TileLangBackend:
     """backend="tilelang": the kernels registered by ops/<op>/tilelang/ on CUDA devices."""
 
     def __init__(self) -> None:
-        self._runs: dict[tuple, Run] = {}
-        self._runs_lock = threading.Lock()
+        self._runs: BoundedCache[Run] = BoundedCache(RUN_CACHE_SIZE)
 
     def unavailable_reason(self) -> str | None:
         if not torch.cuda.is_available():
@@ -617,8 +616,5 @@ class TileLangBackend:
                 run = FlatRun(plan, kernels, params)
             else:
                 run = ReductionRun(op, plan, kernels, out.dtype, aligned)
-            with self._runs_lock:
-                if len(self._runs) >= RUN_CACHE_SIZE:  # the oldest goes
-                    del self._runs[next(iter(self._runs))]
-                self._runs[key] = run
+            self._runs.put(key, run)
         return TileLangKernel(op, run)
