@@ -4,12 +4,15 @@ the Python-backend hook and the cost of a prepared run."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import pydoc
 import re
 import subprocess
 import sys
+import threading
+import time
 import timeit
 from pathlib import Path
 
@@ -262,6 +265,9 @@ class _FakePythonBackend:
     def available(self):
         return True
 
+    def unavailable_reason(self):
+        return None
+
     def runs_on(self, device):
         return device.type == "cpu"
 
@@ -284,6 +290,19 @@ class _FakePythonBackend:
                 backend.calls.append(("destroyed", op))
 
         return Kernel()
+
+
+@pytest.fixture
+def fake():
+    """A _FakePythonBackend registered as "tilelang" for the test; the real one after."""
+    registered = ort.backends.python_backend("tilelang")
+    backend = _FakePythonBackend()
+    ort.register_python_backend("tilelang", backend)
+    try:
+        yield backend
+    finally:
+        ort.backends.unregister_python_backend("tilelang")
+        ort.register_python_backend("tilelang", registered)
 
 
 def test_python_backend_hook_routes_calls():
@@ -413,32 +432,25 @@ def test_cpu_softmax_backward_rows_of_stride_1_match_the_portable_loop_to_the_bi
         assert torch.equal(rows.view(bits), columns.t().view(bits)), length
 
 
-def test_python_backend_calls_of_a_signature_seen_before_prepare_nothing():
-    fake = _FakePythonBackend()
-    registered = ort.backends.python_backend("tilelang")
-    ort.register_python_backend("tilelang", fake)
-    try:
-        x, out = torch.randn(4, 6), torch.empty(4, 6)
-        for _ in range(3):
-            ort.copy_(out, x, backend="tilelang")
-        ort.copy_(out, torch.randn(4, 6), backend="tilelang")  # other memory, same signature
-        assert len(fake.plans) == 1
-        assert fake.calls == [("copy", (), 0), ("released", "copy")] * 4
-        # What create validates is part of the signature: a layout, an overlap.
-        ort.copy_(out.t(), x.t(), backend="tilelang")
-        ort.copy_(x, x, backend="tilelang")
-        assert len(fake.plans) == 3
-        # A call the kept descriptor refuses is made anew, which says what is wrong:
-        # the same as creating a descriptor for it.
-        x.untyped_storage().resize_(0)
-        with pytest.raises(ort.InvalidArgumentError) as refused:
-            ort.copy_(out, x, backend="tilelang")
-        with pytest.raises(ort.InvalidArgumentError) as created:
-            ort.prepare_copy(out, x, backend="tilelang")
-        assert refused.value.message == created.value.message
-    finally:
-        ort.backends.unregister_python_backend("tilelang")
-    ort.register_python_backend("tilelang", registered)
+def test_python_backend_calls_of_a_signature_seen_before_prepare_nothing(fake):
+    x, out = torch.randn(4, 6), torch.empty(4, 6)
+    for _ in range(3):
+        ort.copy_(out, x, backend="tilelang")
+    ort.copy_(out, torch.randn(4, 6), backend="tilelang")  # other memory, same signature
+    assert len(fake.plans) == 1
+    assert fake.calls == [("copy", (), 0), ("released", "copy")] * 4
+    # What create validates is part of the signature: a layout, an overlap.
+    ort.copy_(out.t(), x.t(), backend="tilelang")
+    ort.copy_(x, x, backend="tilelang")
+    assert len(fake.plans) == 3
+    # A call the kept descriptor refuses is made anew, which says what is wrong:
+    # the same as creating a descriptor for it.
+    x.untyped_storage().resize_(0)
+    with pytest.raises(ort.InvalidArgumentError) as refused:
+        ort.copy_(out, x, backend="tilelang")
+    with pytest.raises(ort.InvalidArgumentError) as created:
+        ort.prepare_copy(out, x, backend="tilelang")
+    assert refused.value.message == created.value.message
 
 
 def test_signature_tells_apart_what_a_python_backend_prepares_for():
@@ -461,23 +473,16 @@ def test_signature_tells_apart_what_a_python_backend_prepares_for():
         _C.signature(x, x)
 
 
-def test_python_backend_calls_are_kept_per_alignment_and_at_most_64():
-    fake = _FakePythonBackend()
-    registered = ort.backends.python_backend("tilelang")
-    ort.register_python_backend("tilelang", fake)
-    try:
-        memory, out = torch.randn(32), torch.empty(24)
-        ort.copy_(out, memory[:24], backend="tilelang")
-        ort.copy_(out, memory[4:28], backend="tilelang")  # aligned the same
-        assert len(fake.plans) == 1
-        ort.copy_(out, memory[1:25], backend="tilelang")  # the kernels may depend on it
-        assert len(fake.plans) == 2
-        for length in range(1, 70):
-            ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
-        assert len(ort.ops.PYTHON_BACKEND_CALLS) == ort.ops.PYTHON_BACKEND_CALLS.capacity == 64
-    finally:
-        ort.backends.unregister_python_backend("tilelang")
-    ort.register_python_backend("tilelang", registered)
+def test_python_backend_calls_are_kept_per_alignment_and_at_most_64(fake):
+    memory, out = torch.randn(32), torch.empty(24)
+    ort.copy_(out, memory[:24], backend="tilelang")
+    ort.copy_(out, memory[4:28], backend="tilelang")  # aligned the same
+    assert len(fake.plans) == 1
+    ort.copy_(out, memory[1:25], backend="tilelang")  # the kernels may depend on it
+    assert len(fake.plans) == 2
+    for length in range(1, 70):
+        ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
+    assert len(ort.ops.PYTHON_BACKEND_CALLS) == ort.ops.PYTHON_BACKEND_CALLS.capacity == 64
 
 
 def test_bounded_cache_drops_the_oldest_and_works_in_a_forked_child():
@@ -508,6 +513,98 @@ print("child", os.waitstatus_to_exitcode(status))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["child", "0"]
+
+
+def test_out_of_place_inputs_of_two_dtypes_are_named_not_the_out():
+    x16, x32 = torch.randn(4, 6, dtype=torch.float16), torch.randn(4, 6)
+    for call, message in (
+        (lambda: ort.vector_add(x16.bfloat16(), x32), "vector_add: b has dtype float32 but a has dtype bfloat16"),
+        (lambda: ort.softmax_backward(x16, x32), "softmax_backward: y has dtype float32 but dy has dtype float16"),
+        (lambda: ort.relu_backward(x16, x32), "relu_backward: x has dtype float32 but dy has dtype float16"),
+    ):
+        with pytest.raises(ort.UnsupportedDtypeError) as refused:
+            call()
+        assert refused.value.message == message + "; the inputs must share one dtype"
+    with pytest.raises(ort.UnsupportedDtypeError, match="a has dtype float64; supported dtypes"):
+        ort.vector_add(x32.double(), x32)  # an unsupported dtype is said as such
+
+
+def test_parameters_take_any_real_number_and_say_what_does_not_fit():
+    x = torch.randn(8)
+    expected = torch.nn.functional.leaky_relu(x, 0.5)
+    for slope in (np.float32(0.5), np.float64(0.5), 0.5):
+        torch.testing.assert_close(ort.relu(x, slope), expected)
+    torch.testing.assert_close(ort.softmax(x.view(2, 4), np.int64(1)), torch.softmax(x.view(2, 4), 1))
+    with pytest.raises(ort.InvalidArgumentError, match="relu: negative_slope must be a number, got bool"):
+        ort.relu(x, np.bool_(True))
+    with pytest.raises(ort.InvalidArgumentError, match=r"relu: negative_slope 10{400} does not fit a double"):
+        ort.relu(x, 10**400)
+    for dim in (2**40, -(2**40)):
+        for call in (lambda: ort.softmax(x.view(2, 4), dim), lambda: ort.softmax_(x.view(2, 4), x.view(2, 4), dim),
+                     lambda: ort.prepare_softmax(torch.empty(2, 4), x.view(2, 4), dim)):
+            with pytest.raises(ort.InvalidArgumentError) as refused:
+                call()
+            assert refused.value.message == f"softmax: dim {dim} out of range for ndim 2"
+
+
+def test_quantized_tensors_are_refused_by_their_dtype():
+    quantized = torch.quantize_per_tensor(torch.randn(4), 0.1, 0, torch.qint8)
+    for call, role in ((lambda: ort.relu(quantized), "input"), (lambda: ort.relu_(torch.empty(4), quantized), "input"),
+                       (lambda: ort.relu_(quantized, torch.randn(4)), "out")):
+        with pytest.raises(ort.UnsupportedDtypeError) as refused:
+            call()
+        assert refused.value.message == f"relu: {role} has dtype qint8; supported dtypes are float32, float16, bfloat16"
+
+
+def test_a_python_backend_is_checked_when_registered(fake):
+    class Broken(_FakePythonBackend):
+        def available(self):
+            raise RuntimeError("probing the device failed")
+
+    with pytest.raises(ort.InvalidArgumentError) as refused:
+        ort.register_python_backend("tilelang", None)
+    assert refused.value.message == (
+        "a Python backend needs the methods available, unavailable_reason, runs_on, prepare_key, "
+        "prepare; NoneType has no available, unavailable_reason, runs_on, prepare_key, prepare"
+    )
+    with pytest.raises(RuntimeError, match="probing the device failed"):
+        ort.register_python_backend("tilelang", Broken())
+    assert ort.backends.python_backend("tilelang") is fake  # the one before stays
+    assert "tilelang" in ort.available_backends()
+
+
+def test_python_backend_kernels_never_run_once_destroyed(fake):
+    x, out = torch.randn(64), torch.empty(64)
+    # A prepare that returns no kernel is the backend's failure, said as such.
+    fake.prepare = lambda *args: None
+    with pytest.raises(ort.RuntimeFailure, match="copy: backend 'tilelang' prepared no kernel"):
+        ort.prepare_copy(out, x, backend="tilelang")
+    del fake.prepare
+    # destroy() waits for a run in flight; no run starts after it.
+    prepared = ort.prepare_copy(out, x, backend="tilelang")
+    kernel, kernel_destroyed, runs_after = prepared._kernel, threading.Event(), []
+    run, destroy = kernel.run, kernel.destroy
+    kernel.run = lambda *args: (runs_after.append(kernel_destroyed.is_set()), time.sleep(0.001), run(*args))
+    kernel.destroy = lambda: (kernel_destroyed.set(), destroy())
+
+    def keep_running():
+        with contextlib.suppress(ort.InvalidArgumentError):
+            while True:
+                prepared.run()
+
+    runner = threading.Thread(target=keep_running)
+    runner.start()
+    time.sleep(0.02)
+    prepared.destroy()
+    runner.join()
+    assert runs_after and not any(runs_after)
+    # A kernel whose destroy fails still leaves the descriptor destroyed.
+    prepared = ort.prepare_copy(out, x, backend="tilelang")
+    prepared._kernel.destroy = lambda: {}["backend failed to free its kernel"]
+    with pytest.raises(KeyError):
+        prepared.destroy()
+    with pytest.raises(ort.InvalidArgumentError, match="descriptor was destroyed"):
+        prepared.run()
 
 
 def test_native_backend_names_cannot_be_replaced():

@@ -219,5 +219,30 @@ def test_out_forms_raise_and_point_to_the_functional_op(device):
     torch.testing.assert_close(out, torch.softmax(x.detach(), -1))
 
 
+def test_forward_mode_tangents_raise_in_every_form(device):
+    """No form has a forward-mode formula: a tangent is refused, never dropped."""
+    import torch.autograd.forward_ad as forward_ad
+
+    x, out = torch.randn(4, 8, device=device), torch.empty(4, 8, device=device)
+    message = "softmax: input has a forward-mode AD tangent, but oprt has no forward-mode formula"
+    with pytest.raises(ort.AutogradError, match=message):
+        torch.func.jvp(ort.softmax, (x,), (torch.ones_like(x),))
+    with pytest.raises(ort.AutogradError, match=message):
+        torch.func.jacfwd(ort.softmax)(x[0])
+    with forward_ad.dual_level():
+        dual = forward_ad.make_dual(x, torch.ones_like(x))
+        with ort.prepare_softmax(out, x) as prepared:
+            for call in (lambda: ort.softmax(dual), lambda: ort.softmax_(out, dual),
+                         lambda: prepared.run(dual), lambda: ort.softmax(dual.requires_grad_())):
+                with pytest.raises(ort.AutogradError, match=message):
+                    call()
+                with torch.no_grad(), pytest.raises(ort.AutogradError, match=message):
+                    call()
+        with pytest.raises(ort.AutogradError, match="vector_add: b has a forward-mode AD tangent"):
+            ort.vector_add(x, forward_ad.make_dual(x, torch.ones_like(x)))
+        # Tensors without a tangent run as usual inside a dual level.
+        torch.testing.assert_close(ort.softmax(x), torch.softmax(x, -1))
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))

@@ -420,10 +420,11 @@ def invalid_creates(draw, problem: Problem) -> None:
 
     if problem.kind != Kind.ELEMENTWISE:
         ndim = len(problem.inputs[0].shape)
-        dim = draw(st.one_of(st.integers(ndim, 2**31 - 1), st.integers(-(2**31), -ndim - 1)))
+        # Any integer an int64 holds is a dim; up to 2^53 a double carries it exactly.
+        dim = draw(st.one_of(st.integers(ndim, 2**53), st.integers(-(2**53), -ndim - 1)))
         check(Status.INVALID_ARG, f"{op}: dim {dim} out of range for ndim {ndim}", f"dim {dim}",
               params=(ctypes.c_double * 1)(dim))
-        dim = draw(st.sampled_from([0.5, -1.25, math.nan, math.inf, -math.inf, 2.0**40]))
+        dim = draw(st.sampled_from([0.5, -1.25, math.nan, math.inf, -math.inf, 2.0**63, -(2.0**64)]))
         check(Status.INVALID_ARG, f"{op}: dim must be an integer", f"dim {dim}",
               params=(ctypes.c_double * 1)(dim))
 

@@ -16,6 +16,7 @@ the GPU-runner bundle runs it on the nvidia backend too.
 from __future__ import annotations
 
 import ctypes
+import inspect
 import os
 import subprocess
 import sys
@@ -334,6 +335,74 @@ def test_read_only_foreign_outputs_are_never_written(tmp_path):
     np.testing.assert_allclose(writable, torch.relu(source).numpy())
 
 
+class _DLPackOnly:
+    """Another library's tensor: nothing but the DLPack protocol, passed on from numpy."""
+
+    def __init__(self, array, dlpack=None, device=None):
+        self._array, self._dlpack, self._device = array, dlpack, device
+
+    def __dlpack__(self, **kwargs):
+        return self._dlpack(**kwargs) if self._dlpack else self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._device() if self._device else self._array.__dlpack_device__()
+
+
+DLPACK_ONLY = f"""
+import numpy as np, torch, operator_runtime as ort
+{inspect.getsource(_DLPackOnly)}
+frozen = np.zeros(6, dtype=np.float32)
+frozen.flags.writeable = False
+reversed_ = np.arange(12, dtype=np.float32)[::-1]
+huge = np.lib.stride_tricks.as_strided(np.zeros(8, np.float32), (4, 2), (2**62, 4))
+for call in (lambda: ort.relu_(_DLPackOnly(frozen), torch.ones(6)),
+             lambda: ort.prepare_relu(_DLPackOnly(frozen), torch.ones(6)),
+             lambda: ort.relu(_DLPackOnly(reversed_)),
+             lambda: ort.relu(huge), lambda: ort.relu(_DLPackOnly(huge))):
+    try:
+        call()
+    except ort.InvalidArgumentError as error:
+        print("refused:", error.message)
+assert not frozen.any()
+"""
+
+
+def test_dlpack_only_objects_are_checked_as_numpy_arrays_are():
+    """DLPack 1.0's read-only flag and the strides are read from the capsule itself:
+    torch's importer ignores the flag and aborts the process on such strides."""
+    refused = [line for line in run_isolated(DLPACK_ONLY).splitlines() if line.startswith("refused")]
+    assert refused == [
+        "refused: relu: out is read-only memory and cannot be written",
+        "refused: relu: out is read-only memory and cannot be written",
+        "refused: relu: input has negative strides (-1,); pass a copy with non-negative strides",
+        "refused: relu: input has strides (1152921504606846976, 1) that reach past 2^63 bytes",
+        "refused: relu: input has strides (1152921504606846976, 1) that reach past 2^63 bytes",
+    ]
+
+
+def test_failing_dlpack_producers_give_the_library_error():
+    array = np.arange(6, dtype=np.float32)
+    capsule = array.__dlpack__()
+    torch.from_dlpack(capsule)  # consumed
+    unused = "could not be taken through __dlpack__: it returned no unused DLPack capsule"
+    producers = [
+        ("could not be taken through __dlpack__ (KeyError: 'boom')",
+         _DLPackOnly(array, dlpack=lambda **kwargs: {}["boom"])),
+        ("has no usable __dlpack_device__ (AttributeError: no device)",
+         _DLPackOnly(array, device=lambda: (_ for _ in ()).throw(AttributeError("no device")))),
+        (unused, _DLPackOnly(array, dlpack=lambda **kwargs: capsule)),
+        (unused, _DLPackOnly(array, dlpack=lambda **kwargs: "not a capsule")),
+    ]
+    if not torch.cuda.is_available():
+        producers.append(("is on a CUDA device, and this torch sees none",
+                          _DLPackOnly(array, device=lambda: (2, 0))))
+    for message, producer in producers:
+        with pytest.raises(ort.InvalidArgumentError) as refused:
+            ort.relu(producer)
+        assert refused.value.message == "relu: input " + message
+    torch.testing.assert_close(ort.relu(_DLPackOnly(array)), torch.relu(torch.from_numpy(array)))
+
+
 # ---------------------------------------------------------- negation bit
 
 def test_negated_views(device):
@@ -348,6 +417,45 @@ def test_negated_views(device):
         torch.testing.assert_close(prepared.run(), torch.relu(-x))  # resolved by torch's dispatcher
     with pytest.raises(ort.InvalidArgumentError, match="lazily negated"):
         ort.prepare_relu(torch._neg_view(torch.zeros(5, 7, device=device)), x)
+
+
+def test_a_prepared_out_made_a_negated_view_through_data_is_refused(device):
+    x, out, target = (torch.randn(4, 5, device=device) for _ in range(3))
+    prepared = ort.prepare_relu(out, x)
+    out.data = torch._neg_view(target)
+    before = target.clone()
+    with pytest.raises(ort.InvalidArgumentError) as refused:
+        prepared.run()
+    assert refused.value.message == (
+        "relu: out is a lazily negated view; write into a tensor without torch's negation "
+        "or conjugation bit"
+    )
+    assert torch.equal(target, before)
+    source = torch.randn(4, 5, device=device)
+    prepared = ort.prepare_relu(torch.empty(4, 5, device=device), source)
+    source.data = torch.randn(4, 5, device=device, dtype=torch.bfloat16)
+    with pytest.raises(ort.InvalidArgumentError, match=r"input now has shape \[4, 5\], strides \[5, 1\], "
+                       r"bfloat16 on .*, but the descriptor was created for shape \[4, 5\], strides "
+                       r"\[5, 1\], float32 on"):
+        prepared.run()
+
+
+def test_inference_tensors_are_written_only_in_inference_mode(device):
+    with torch.inference_mode():
+        frozen = torch.zeros(3, device=device)
+    source = torch.ones(3, device=device)
+    message = ("copy: out is an inference tensor; writing into one is allowed only inside "
+               "torch.inference_mode(), as for torch's in-place operations")
+    prepared = ort.prepare_copy(frozen, source)
+    for call in (lambda: ort.copy_(frozen, source), prepared.run):
+        with pytest.raises(ort.AutogradError) as refused:
+            call()
+        assert refused.value.message == message
+    assert not frozen.any()
+    with torch.inference_mode():
+        ort.copy_(frozen, source)
+        prepared.run()
+    assert torch.equal(frozen, source)
 
 
 # -------------------------------------------------------------------- fork

@@ -268,8 +268,9 @@ def test_the_cache_serves_repeated_calls_and_stays_bounded():
         ort.set_descriptor_cache_capacity(0)
         ort.relu(x)
         assert ort.descriptor_cache_info()["size"] == 0
-        with pytest.raises(ort.InvalidArgumentError, match="capacity must be an int >= 0"):
-            ort.set_descriptor_cache_capacity(-1)
+        for capacity in (-1, 2**64, 1.5, True):
+            with pytest.raises(ort.InvalidArgumentError, match=r"capacity must be an int from 0 to 2\^63 - 1"):
+                ort.set_descriptor_cache_capacity(capacity)
     finally:
         ort.set_descriptor_cache_capacity(256)
     ort.clear_descriptor_cache()

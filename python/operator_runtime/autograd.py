@@ -105,12 +105,14 @@ GRADIENTS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 }
 
 
-def register(namespace: str, library: torch.library.Library) -> None:
-    """The formulas for the Autograd alias key, then _C's C++ kernel for CPU and CUDA
-    tensors, which sends the calls that need no gradient straight below autograd and the
-    others to these formulas."""
+def register(namespace: str, library: torch.library.Library, ops: Sequence[str],
+             refuse_tangent: str) -> None:
+    """The formulas for the Autograd alias key, then _C's C++ autograd kernel of every
+    op for CPU and CUDA tensors: it refuses forward-mode tangents (calling the op
+    refuse_tangent, which raises), sends the calls that need a gradient to these
+    formulas and every other straight below autograd."""
     for name, (setup_context, backward) in GRADIENTS.items():
         torch.library.register_autograd(
             f"{namespace}::{name}", backward, setup_context=setup_context, lib=library
         )
-    _C.register_autograd_fast_paths(namespace, list(GRADIENTS))
+    _C.register_autograd_kernels(namespace, [(op, op in GRADIENTS) for op in ops], refuse_tangent)

@@ -68,12 +68,31 @@ _python_backends: dict[str, PythonBackend] = {}
 _default_backend: str | None = None
 
 
+_PROTOCOL_METHODS = ("available", "unavailable_reason", "runs_on", "prepare_key", "prepare")
+
+
 def register_python_backend(name: str, backend: PythonBackend) -> None:
-    """Installs the implementation behind a Python backend name ("tilelang")."""
+    """Installs the implementation behind a Python backend name ("tilelang"); one
+    whose available() raises is not installed (the one before stays)."""
     if name in NATIVE_BACKEND_CODES or name not in BACKEND_NAMES:
         raise InvalidArgumentError(f"{name!r} is not a Python backend name")
+    missing = [method for method in _PROTOCOL_METHODS if not callable(getattr(backend, method, None))]
+    if missing:
+        raise InvalidArgumentError(
+            f"a Python backend needs the methods {', '.join(_PROTOCOL_METHODS)}; "
+            f"{type(backend).__name__} has no {', '.join(missing)}"
+        )
+    previous = _python_backends.get(name)
     _python_backends[name] = backend
-    _publish_backend_table()
+    try:
+        _publish_backend_table()
+    except BaseException:
+        if previous is None:
+            del _python_backends[name]
+        else:
+            _python_backends[name] = previous
+        _publish_backend_table()
+        raise
 
 
 def unregister_python_backend(name: str) -> None:

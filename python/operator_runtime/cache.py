@@ -25,6 +25,8 @@ def clear_descriptor_cache() -> None:
 
 def set_descriptor_cache_capacity(capacity: int) -> None:
     """Keeps at most capacity descriptors (0: none, each call creates its own)."""
-    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
-        raise InvalidArgumentError(f"descriptor cache capacity must be an int >= 0, got {capacity!r}")
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or not 0 <= capacity < 2**63:
+        raise InvalidArgumentError(
+            f"descriptor cache capacity must be an int from 0 to 2^63 - 1, got {capacity!r}"
+        )
     _C.cache_set_capacity(capacity)

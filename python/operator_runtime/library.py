@@ -36,10 +36,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import torch
+from torch.autograd import forward_ad
 
 from operator_runtime import _C, autograd, backends
 from operator_runtime._internal import tensors
-from operator_runtime.errors import AutogradError, from_c_error
+from operator_runtime.errors import AutogradError, UnsupportedDtypeError, from_c_error
 from operator_runtime.operator_table import (
     AXIS_PARAM,
     OPERATORS,
@@ -52,6 +53,7 @@ from operator_runtime.operator_table import (
 NAMESPACE = "oprt"
 _LIBRARY = torch.library.Library(NAMESPACE, "DEF")
 _DISPATCH_KEYS = ("CPU", "CUDA")
+_QUANTIZED_DISPATCH_KEYS = ("QuantizedCPU", "QuantizedCUDA")
 
 for _dtype, _code in tensors.DTYPE_CODES.items():
     _C.register_dtype(_dtype, _code)
@@ -89,11 +91,31 @@ def schemas(info: OperatorInfo) -> tuple[str, str]:
     return f"{info.name}({functional}) -> Tensor", f"{out_variant_name(info.name)}({out}) -> ()"
 
 
+def refuse_tangent(op: str, role: str) -> None:
+    """Raises AutogradError for a tensor with a forward-mode AD tangent (also the
+    Python kernel of oprt::_refuse_tangent, which the C++ autograd kernels call)."""
+    raise AutogradError(
+        f"{op}: {role} has a forward-mode AD tangent, but oprt has no forward-mode formula "
+        f"for {op} (torch.func.jvp, jacfwd, forward_ad); use reverse mode (backward, "
+        f"torch.autograd.grad)"
+    )
+
+
 def check_autograd(op: str, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],
                    input_names: Sequence[str], out_form: bool) -> None:
     """AutogradError when a tensor of the call takes part in autograd, which the
     call cannot follow: reached only by calls the autograd formulas do not
-    cover (out_form: an out= form or a prepared run, never differentiable)."""
+    cover (out_form: an out= form or a prepared run, never differentiable), and
+    for any tensor with a forward-mode AD tangent, which no form can follow."""
+    if forward_ad._current_level >= 0:  # inside forward_ad.dual_level (torch.func.jvp too)
+        for name, tensor in (("out", out), *zip(input_names, inputs)):
+            if tensor is not None and torch._VF._unpack_dual(tensor, 0)[1] is not None:
+                refuse_tangent(op, name)
+    if out is not None and out.is_inference() and not torch.is_inference_mode_enabled():
+        raise AutogradError(
+            f"{op}: out is an inference tensor; writing into one is allowed only inside "
+            f"torch.inference_mode(), as for torch's in-place operations"
+        )
     if not torch.is_grad_enabled():
         return
     if out is not None and out.requires_grad:
@@ -122,8 +144,18 @@ def check_autograd(op: str, out: torch.Tensor | None, inputs: Sequence[torch.Ten
 
 def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Sequence[Any],
                keepdim: bool = False) -> torch.Tensor:
-    """The contiguous output of info's op for inputs (a fake tensor for fake inputs)."""
+    """The contiguous output of info's op for inputs (a fake tensor for fake inputs),
+    of their dtype: inputs of different dtypes are refused here, before an out of
+    the first one's dtype would be blamed for the clash."""
     first = inputs[0]
+    for role, tensor in zip(info.input_names[1:], inputs[1:]):
+        # (An unsupported dtype is said as such, later.)
+        if tensor.dtype != first.dtype and {tensor.dtype, first.dtype} <= tensors.DTYPE_CODES.keys():
+            raise UnsupportedDtypeError(
+                f"{info.name}: {role} has dtype {str(tensor.dtype).removeprefix('torch.')} but "
+                f"{info.input_names[0]} has dtype {str(first.dtype).removeprefix('torch.')}; "
+                f"the inputs must share one dtype"
+            )
     if info.kind == Kind.NORMALIZATION or (
         info.kind == Kind.ELEMENTWISE and all(t.shape == first.shape for t in inputs)
     ):
@@ -242,6 +274,10 @@ def _register(info: OperatorInfo) -> tuple[Any, Any]:
         _LIBRARY.define(python_op_name(name) + schema[len(name):])
         for key in _DISPATCH_KEYS:
             _LIBRARY.impl(python_op_name(name), kernel, key)
+        # Quantized tensors reach the Python kernel, which names their dtype, rather
+        # than the dispatcher's "could not run with arguments from QuantizedCPU".
+        for key in _QUANTIZED_DISPATCH_KEYS:
+            _LIBRARY.impl(name, kernel, key)
     torch.library.register_fake(
         f"{NAMESPACE}::{info.name}", _functional_kernel(info, fake=True), lib=_LIBRARY
     )
@@ -252,7 +288,16 @@ def _register(info: OperatorInfo) -> tuple[Any, Any]:
 
 # op name -> (functional OpOverload, out-variant OpOverload)
 TORCH_OPS: dict[str, tuple[Any, Any]] = {name: _register(info) for name, info in OPERATORS.items()}
-autograd.register(NAMESPACE, _LIBRARY)
+_LIBRARY.define("_refuse_tangent(str op, str role) -> ()")
+_LIBRARY.impl(
+    "_refuse_tangent",
+    lambda op, role: refuse_tangent(op.removesuffix(out_variant_name("")), role),  # softmax_out: softmax
+    "CompositeExplicitAutograd",
+)
+autograd.register(
+    NAMESPACE, _LIBRARY, [name for op in OPERATORS for name in (op, out_variant_name(op))],
+    "_refuse_tangent",
+)
 # A prepared descriptor's run (ops.Prepared.run), served by a C++ kernel that gets the
 # at::Tensors from torch's dispatcher: 0 once run, 1 when Prepared's Python path must
 # run it and say what is wrong. Eager only; never traced.

@@ -16,7 +16,9 @@ operator to the C runtime adds its functions here with no edit.
 from __future__ import annotations
 
 import inspect
+import numbers
 import textwrap
+import threading
 from typing import Any, NamedTuple, Sequence
 
 import torch
@@ -24,7 +26,7 @@ import torch
 from operator_runtime import _C, backends, library
 from operator_runtime._internal import tensors
 from operator_runtime._internal.bounded_cache import BoundedCache
-from operator_runtime.errors import InvalidArgumentError, from_c_error
+from operator_runtime.errors import InvalidArgumentError, RuntimeFailure, from_c_error
 from operator_runtime.operator_table import (
     AXIS_PARAM,
     OPERATORS,
@@ -118,6 +120,9 @@ def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[st
     kernel = None
     if python_backend is not None:
         kernel = python_backend.prepare(op, descriptor.plan, out, inputs, param_values)
+        if kernel is None:
+            descriptor.destroy()
+            raise RuntimeFailure(f"{op}: backend {name!r} prepared no kernel (its prepare returned None)")
     return _Created(out, inputs, device, name, descriptor, kernel)
 
 
@@ -154,6 +159,7 @@ class Prepared:
         python_backend = created.kernel is not None
         if python_backend:
             self._kernel = created.kernel
+            self._kernel_lock = threading.Lock()
             self._execute = self._execute_python
             self.workspace_size = 0
         else:
@@ -197,8 +203,10 @@ class Prepared:
         self._descriptor.run(out, inputs, self._device_index, stream, workspace_ptr, workspace_size)
 
     def _execute_python(self, out, inputs, stream, workspace_ptr, workspace_size) -> None:
-        self._descriptor.check_bound(out, inputs, self._device_index)  # raises once destroyed
-        self._kernel.run(out, inputs, stream)
+        # destroy() waits for a run in flight: the kernel never runs once destroyed.
+        with self._kernel_lock:
+            self._descriptor.check_bound(out, inputs, self._device_index)  # raises once destroyed
+            self._kernel.run(out, inputs, stream)
 
     def _checked(self, role: str, value: Any, expected: _Layout) -> torch.Tensor:
         tensor = tensors.as_tensor(self.op, role, value, writable=role == "out")
@@ -251,10 +259,15 @@ class Prepared:
         workspace_ptr = self._workspace_ptrs.get(stream, 0) if self.workspace_size else 0
         if self.workspace_size and not workspace_ptr:
             workspace_ptr = self._add_workspace(stream)
-        if self._prepared_id and not library.PREPARED_RUN(
-            out, bound_inputs, self._prepared_id, workspace_ptr, self.workspace_size
-        ):
-            return out
+        if self._prepared_id:
+            try:
+                ran = not library.PREPARED_RUN(
+                    out, bound_inputs, self._prepared_id, workspace_ptr, self.workspace_size
+                )
+            except RuntimeError:  # torch's dispatcher refused the call (a negated out)
+                ran = False
+            if ran:
+                return out
         # The Python path: it runs the call the C++ one refused, or raises why.
         library.check_autograd(self.op, out, bound_inputs, self._info.input_names, out_form=True)
         try:
@@ -273,14 +286,22 @@ class Prepared:
         if self._destroyed:
             return
         self._destroyed = True
+        self._workspaces.clear()
+        self._workspace_ptrs.clear()
         if hasattr(self, "_kernel"):
-            self._kernel.destroy()
+            with self._kernel_lock:
+                try:
+                    self._destroy_descriptor()
+                finally:
+                    self._kernel.destroy()
+        else:
+            self._destroy_descriptor()
+
+    def _destroy_descriptor(self) -> None:
         try:
             self._descriptor.destroy()
         except _C.Error as error:
             raise from_c_error(error) from None
-        self._workspaces.clear()
-        self._workspace_ptrs.clear()
 
     def __enter__(self) -> Prepared:
         return self
@@ -503,9 +524,14 @@ def _keepdim(op: str, keepdim: Any) -> bool:
 
 
 def _number(op: str, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """value as a float: any real number (int, float, NumPy's scalars), never a bool
+    (NumPy's bool is no numbers.Real)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidArgumentError(f"{op}: {name} must be a number, got {type(value).__name__}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{op}: {name} {value} does not fit a double") from None
 
 
 def _backend(name: Any) -> str | None:

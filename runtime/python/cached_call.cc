@@ -153,10 +153,12 @@ bool read_operand(PyObject* tensor, Operand* operand, const char* op, const char
   const int conjugated = negated == 0 ? call_flag(tensor, str_is_conj) : 0;
   if (negated < 0 || conjugated < 0) return false;
   if (negated || conjugated) {
-    set_error(OPRT_ERR_INVALID_ARG,
-              std::string(op) + ": " + role + " is a lazily " +
-                  (negated ? "negated" : "conjugated") + " view; resolve it first (" +
-                  (negated ? ".resolve_neg()" : ".resolve_conj()") + ")");
+    const std::string remedy =
+        std::string(role) == "out"
+            ? "write into a tensor without torch's negation or conjugation bit"
+            : std::string("resolve it first (") + (negated ? ".resolve_neg()" : ".resolve_conj()") + ")";
+    set_error(OPRT_ERR_INVALID_ARG, std::string(op) + ": " + role + " is a lazily " +
+                                        (negated ? "negated" : "conjugated") + " view; " + remedy);
     return false;
   }
   if (!check_storage(tensor, *operand, op, role)) return false;

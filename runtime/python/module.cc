@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <operator_runtime/api.h>
@@ -295,6 +296,14 @@ class Descriptor {
                           const oprt_python::Operand& created, int64_t device) const {
     const bool same = now.device == device && oprt_python::same_layout(now, created);
     if (same) return;
+    auto dtype_text = [](int32_t code) -> std::string {
+      switch (code) {
+        case OPRT_DTYPE_F32: return "float32";
+        case OPRT_DTYPE_F16: return "float16";
+        case OPRT_DTYPE_BF16: return "bfloat16";
+        default: return "dtype code " + std::to_string(code);
+      }
+    };
     auto text = [](const int64_t* values, int32_t ndim) {
       std::string result = "[";
       for (int d = 0; d < ndim; ++d) result += (d ? ", " : "") + std::to_string(values[d]);
@@ -303,12 +312,12 @@ class Descriptor {
     raise_error(OPRT_ERR_INVALID_ARG,
                 std::string(op_->name) + ": prepared run: " + role + " now has shape " +
                     text(now.shape, now.ndim) + ", strides " + text(now.strides, now.ndim) +
-                    ", dtype code " + std::to_string(now.dtype) + " on " +
+                    ", " + dtype_text(now.dtype) + " on " +
                     oprt_python::device_text(now.device) +
                     ", but the descriptor was created for shape " +
                     text(created.shape, created.ndim) + ", strides " +
-                    text(created.strides, created.ndim) + ", dtype code " +
-                    std::to_string(created.dtype) + " on " + oprt_python::device_text(device) +
+                    text(created.strides, created.ndim) + ", " + dtype_text(created.dtype) +
+                    " on " + oprt_python::device_text(device) +
                     " (was it resized, set_ or transposed in place?); prepare a new descriptor");
   }
 };
@@ -389,14 +398,18 @@ PYBIND11_MODULE(_C, m) {
       "Registers the C++ CPU and CUDA kernels of ops, given as (op, operator index, "
       "out_variant, python_op); python_op takes every call the C++ fast path does not.");
   m.def(
-      "register_autograd_fast_paths",
-      [](const std::string& ns, const std::vector<std::string>& ops) {
-        oprt_python::register_autograd_fast_paths(ns, ops);
+      "register_autograd_kernels",
+      [](const std::string& ns, const std::vector<std::pair<std::string, bool>>& ops,
+         const std::string& refuse_tangent) {
+        std::vector<oprt_python::AutogradOp> autograd_ops;
+        for (const auto& [op, has_gradient] : ops) autograd_ops.push_back({op, has_gradient});
+        oprt_python::register_autograd_kernels(ns, autograd_ops, refuse_tangent);
       },
-      py::arg("namespace"), py::arg("ops"),
-      "Registers the C++ autograd kernel of ops (functional ops whose gradient "
-      "torch.library.register_autograd registered) for CPU and CUDA tensors: calls that "
-      "need no gradient skip the Python autograd kernel.");
+      py::arg("namespace"), py::arg("ops"), py::arg("refuse_tangent"),
+      "Registers the C++ autograd kernel of ops ((name, has_gradient) pairs) for CPU and "
+      "CUDA tensors: a tangent calls the op refuse_tangent(op, role), which raises; calls "
+      "that need a gradient run the formula torch.library.register_autograd registered; "
+      "the others go straight below autograd.");
   m.def(
       "set_backend_table",
       [](const std::vector<int32_t>& codes) { oprt_python::set_backend_table(codes); },

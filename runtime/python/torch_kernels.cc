@@ -18,6 +18,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
@@ -61,10 +62,21 @@ int32_t dtype_code(c10::ScalarType type) {
   }
 }
 
+// Whether t carries a forward-mode AD tangent (torch.func.jvp, forward_ad): oprt has
+// no forward-mode formula, so such calls go to the Python path, which refuses them
+// (library.check_autograd). Level 0, as torch's own isFwGradDefined.
+bool has_tangent(const at::Tensor& t) { return t._fw_grad(/*level=*/0).defined(); }
+
+// torch refuses in-place updates of an inference tensor outside InferenceMode; so
+// does the Python path (library.check_autograd).
+bool writes_inference_tensor_outside_inference_mode(const at::Tensor& out) {
+  return out.is_inference() && !c10::InferenceMode::is_enabled();
+}
+
 // Reads t for the C runtime; false for anything the Python path must judge.
 bool read(const at::Tensor& t, Operand* operand) {
   if (!t.defined() || t.layout() != c10::kStrided || t.is_neg() || t.is_conj() ||
-      !t.has_storage() || t.dim() > OPRT_MAX_DIMS) {
+      !t.has_storage() || t.dim() > OPRT_MAX_DIMS || has_tangent(t)) {
     return false;
   }
   operand->dtype = dtype_code(t.scalar_type());
@@ -183,7 +195,7 @@ class OperatorKernel final : public c10::OperatorKernel {
       }
     }
     const at::Tensor out = out_variant_ ? *out_arg : new_output(op, inputs, call, keepdim);
-    if (!out.defined()) return false;
+    if (!out.defined() || writes_inference_tensor_outside_inference_mode(out)) return false;
     call.num_operands = n_inputs + 1;
     if (!read(out, &call.operands[0])) return false;
     for (int i = 0; i < n_inputs; ++i) {
@@ -221,21 +233,37 @@ class OperatorKernel final : public c10::OperatorKernel {
   c10::OperatorHandle python_;
 };
 
-// The AutogradCPU and AutogradCUDA kernel of a functional op with a gradient. A
-// call no gradient can flow through (grad mode off, or no input requires grad)
-// goes straight below autograd, as torch's own C++ autograd kernels do: the Python
-// kernel torch.library.register_autograd installs (operator_runtime/autograd.py)
-// cost every such call about 3.7 us of Python on the cpu machine. A call that
-// needs the gradient is handed to that Python kernel: it is registered for the
-// Autograd alias, which fills every autograd key this kernel was not registered
-// for, so a redispatch through AutogradOther reaches it with the rest of the call's
-// keys (fake, functionalization and tracing modes included) unchanged.
-class AutogradFastPathKernel final : public c10::OperatorKernel {
+// The AutogradCPU and AutogradCUDA kernel of every op. A tensor with a
+// forward-mode AD tangent is refused here, where torch.func's wrappers still hold
+// the tangent (below autograd they are unwrapped): refuse_tangent, a Python op,
+// raises the library's AutogradError. A functional op with a gradient hands a call
+// that needs it to the Python kernel torch.library.register_autograd installs
+// (operator_runtime/autograd.py), registered for the Autograd alias, which fills
+// every autograd key this kernel was not registered for, so a redispatch through
+// AutogradOther reaches it with the rest of the call's keys (fake, functionalization
+// and tracing modes included) unchanged. Every other call goes straight below
+// autograd, as torch's own C++ autograd kernels do: through Python it cost about
+// 3.7 us of each call on the cpu machine; ops without a gradient refuse a tensor
+// that requires grad there (library.check_autograd).
+class AutogradKernel final : public c10::OperatorKernel {
  public:
+  AutogradKernel(bool has_gradient, c10::OperatorHandle refuse_tangent)
+      : has_gradient_(has_gradient), refuse_tangent_(std::move(refuse_tangent)) {}
+
   void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                   torch::jit::Stack* stack) {
     const c10::DispatchKeySet below_autograd = keys & c10::after_autograd_keyset;
-    if (needs_gradient(op, *stack)) {
+    const c10::FunctionSchema& schema = op.schema();
+    const size_t first = stack->size() - schema.arguments().size();
+    const bool grad = has_gradient_ && c10::GradMode::is_enabled();
+    bool needs_gradient = false;
+    for (size_t i = first; i < stack->size(); ++i) {
+      if (!(*stack)[i].isTensor()) continue;
+      const at::Tensor& tensor = (*stack)[i].toTensor();
+      if (has_tangent(tensor)) refuse(schema, schema.arguments()[i - first].name());
+      needs_gradient = needs_gradient || (grad && tensor.requires_grad());
+    }
+    if (needs_gradient) {
       op.redispatchBoxed(below_autograd | c10::DispatchKeySet(c10::DispatchKey::AutogradOther),
                          stack);
       return;
@@ -245,14 +273,16 @@ class AutogradFastPathKernel final : public c10::OperatorKernel {
   }
 
  private:
-  static bool needs_gradient(const c10::OperatorHandle& op, const torch::jit::Stack& stack) {
-    if (!c10::GradMode::is_enabled()) return false;
-    const size_t arguments = op.schema().arguments().size();
-    for (size_t i = stack.size() - arguments; i < stack.size(); ++i) {
-      if (stack[i].isTensor() && stack[i].toTensor().requires_grad()) return true;
-    }
-    return false;
+  [[noreturn]] void refuse(const c10::FunctionSchema& schema, const std::string& role) const {
+    const std::string& name = schema.name();
+    const std::string op = name.substr(name.find("::") + 2);
+    torch::jit::Stack arguments{c10::IValue(op), c10::IValue(role)};
+    refuse_tangent_.callBoxed(&arguments);  // raises
+    TORCH_CHECK(false, op, ": ", role, " has a forward-mode AD tangent, which oprt cannot follow");
   }
+
+  bool has_gradient_;
+  c10::OperatorHandle refuse_tangent_;
 };
 
 // Prepared descriptors that runs may take through _prepared_run, by id.
@@ -305,7 +335,10 @@ class PreparedRunKernel final : public c10::OperatorKernel {
       entry = it->second;
     }
     const size_t count = inputs.size() + 1;
-    if (count != entry->layouts.size() || count > static_cast<size_t>(kMaxOperands)) return false;
+    if (count != entry->layouts.size() || count > static_cast<size_t>(kMaxOperands) ||
+        writes_inference_tensor_outside_inference_mode(out)) {
+      return false;
+    }
     Operand operands[kMaxOperands];
     const void* input_ptrs[kMaxOperands - 1];
     const bool grad = c10::GradMode::is_enabled();
@@ -393,12 +426,15 @@ void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel
   }
 }
 
-void register_autograd_fast_paths(const std::string& ns, const std::vector<std::string>& ops) {
+void register_autograd_kernels(const std::string& ns, const std::vector<AutogradOp>& ops,
+                               const std::string& refuse_tangent) {
+  const c10::OperatorHandle refuse = c10::Dispatcher::singleton().findSchemaOrThrow(
+      (ns + "::" + refuse_tangent).c_str(), "");
   for (c10::DispatchKey key : {c10::DispatchKey::AutogradCPU, c10::DispatchKey::AutogradCUDA}) {
     torch::Library& library = process_library(ns, key);
-    for (const std::string& op : ops) {
-      library.impl(op.c_str(), torch::CppFunction::makeFromBoxedFunctor(
-                                   std::make_unique<AutogradFastPathKernel>()));
+    for (const AutogradOp& op : ops) {
+      library.impl(op.op.c_str(), torch::CppFunction::makeFromBoxedFunctor(
+                                      std::make_unique<AutogradKernel>(op.has_gradient, refuse)));
     }
   }
 }

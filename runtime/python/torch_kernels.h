@@ -31,10 +31,19 @@ struct TorchKernel {
 // and their Python implementations must be defined already.
 void register_torch_kernels(const std::string& ns, const std::vector<TorchKernel>& kernels);
 
-// Registers, for CPU and CUDA tensors, the autograd kernel of the functional ops
-// (e.g. "softmax") whose gradient torch.library.register_autograd has registered:
-// calls that need no gradient skip that Python kernel; the others still run it.
-void register_autograd_fast_paths(const std::string& ns, const std::vector<std::string>& ops);
+// An op of the namespace ("softmax", "softmax_out") and whether
+// torch.library.register_autograd has registered its gradient.
+struct AutogradOp {
+  std::string op;
+  bool has_gradient;
+};
+
+// Registers, for CPU and CUDA tensors, the autograd kernel of ops: a tensor with a
+// forward-mode AD tangent makes it call <ns>::<refuse_tangent>(op, role), a Python
+// op that raises; a call that needs a gradient runs the registered Python formula;
+// any other goes straight below autograd.
+void register_autograd_kernels(const std::string& ns, const std::vector<AutogradOp>& ops,
+                               const std::string& refuse_tangent);
 
 // Makes a created descriptor (handle, of op, on device -1 for the CPU) runnable
 // through _prepared_run with tensors of the layouts it was created for (out, then

@@ -3,6 +3,7 @@
 #include "runtime/reduction/reduction.h"
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -71,7 +72,7 @@ oprt_status_t check_overlap(const ReductionOp& op, const oprt_tensor_view_t& out
 }
 
 oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* out,
-                             const oprt_tensor_view_t* const* inputs, int32_t dim,
+                             const oprt_tensor_view_t* const* inputs, int64_t dim,
                              int32_t* normalized_axis) {
   OPRT_RETURN_IF_ERROR(check_view(op.name, "out", out));
   for (int32_t i = 0; i < op.num_inputs; ++i) {
@@ -89,10 +90,10 @@ oprt_status_t check_operands(const ReductionOp& op, const oprt_tensor_view_t* ou
   }
   const oprt_tensor_view_t* const in = inputs[0];
   if (dim < -in->ndim || dim >= in->ndim) {
-    return fail(OPRT_ERR_INVALID_ARG, "%s: dim %d out of range for ndim %d", op.name, dim,
-                in->ndim);
+    return fail(OPRT_ERR_INVALID_ARG, "%s: dim %" PRId64 " out of range for ndim %d", op.name,
+                dim, in->ndim);
   }
-  *normalized_axis = dim < 0 ? dim + in->ndim : dim;
+  *normalized_axis = static_cast<int32_t>(dim < 0 ? dim + in->ndim : dim);
   if (keeps_axis_in_out(op) && !is_same_shape(*out, *in)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: out shape %s must equal %s shape %s", op.name,
                 shape_string(*out), op.input_names[0], shape_string(*in));
@@ -296,7 +297,7 @@ oprt_status_t prepare_whole_rows(ReductionPlan* plan, size_t* workspace_bytes) {
 
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t requested, void** desc,
                                const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t dim) {
+                               const oprt_tensor_view_t* const* inputs, int64_t dim) {
   if (desc == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: desc is null", op.name);
   *desc = nullptr;
   if (inputs == nullptr) return fail(OPRT_ERR_INVALID_ARG, "%s: inputs is null", op.name);
@@ -325,10 +326,11 @@ oprt_status_t create_reduction_from_table(const ReductionOp& op, oprt_backend_t 
                                           void** desc,
                                           const oprt_tensor_view_t* out,
                                           const oprt_tensor_view_t* const* inputs, double dim) {
-  if (!(dim == std::trunc(dim) && dim >= INT32_MIN && dim <= INT32_MAX)) {
+  // Any integer an int64 holds is a dim (out of range is said as for any other).
+  if (!(dim == std::trunc(dim) && dim >= -0x1p63 && dim < 0x1p63)) {
     return fail(OPRT_ERR_INVALID_ARG, "%s: dim must be an integer, got %g", op.name, dim);
   }
-  return create_reduction(op, backend, desc, out, inputs, static_cast<int32_t>(dim));
+  return create_reduction(op, backend, desc, out, inputs, static_cast<int64_t>(dim));
 }
 
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,

@@ -140,7 +140,7 @@ struct ReductionOp {
 
 oprt_status_t create_reduction(const ReductionOp& op, oprt_backend_t backend, void** desc,
                                const oprt_tensor_view_t* out,
-                               const oprt_tensor_view_t* const* inputs, int32_t dim);
+                               const oprt_tensor_view_t* const* inputs, int64_t dim);
 oprt_status_t execute_reduction(const ReductionOp& op, void* desc, void* workspace,
                                 size_t workspace_size, void* out, const void* const* inputs,
                                 void* stream);

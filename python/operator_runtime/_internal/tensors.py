@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import torch
 
 from operator_runtime import _C
+from operator_runtime._internal import dlpack
 from operator_runtime.errors import InvalidArgumentError, UnsupportedDtypeError
 
 DTYPE_CODES = {
@@ -39,6 +40,11 @@ def as_tensor(op: str, role: str, value: Any, writable: bool = False) -> torch.T
         raise InvalidArgumentError(
             f"{op}: {role} is a {kind} tensor; oprt takes dense (strided) tensors"
         )
+    if tensor.is_quantized:  # torch's dispatcher has no oprt kernel for them
+        raise UnsupportedDtypeError(
+            f"{op}: {role} has dtype {str(tensor.dtype).removeprefix('torch.')}; "
+            f"supported dtypes are {SUPPORTED_DTYPE_NAMES}"
+        )
     # Dynamo cannot trace is_neg(); compiled graphs meet such an out in torch's
     # own negation fallback, which raises.
     if writable and not torch.compiler.is_compiling() and (tensor.is_neg() or tensor.is_conj()):
@@ -50,20 +56,14 @@ def as_tensor(op: str, role: str, value: Any, writable: bool = False) -> torch.T
 
 
 def _from_dlpack(op: str, role: str, value: Any, writable: bool) -> torch.Tensor:
-    # torch.from_dlpack aborts the process (an uncaught C++ error) on negative
-    # strides, so they are refused before it sees them; a buffer that cannot be
-    # written is refused for out, which DLPack itself does not say.
-    strides = getattr(value, "strides", None)
-    if isinstance(strides, tuple) and any(isinstance(s, int) and s < 0 for s in strides):
-        raise InvalidArgumentError(
-            f"{op}: {role} has negative strides {strides}; pass a copy with non-negative strides"
-        )
+    # A buffer the producer marks read-only (NumPy's flags, the buffer protocol, or
+    # DLPack 1.0's flag, which dlpack.take reads) is refused as out.
     if writable and _read_only(value):
         raise InvalidArgumentError(f"{op}: {role} is read-only memory and cannot be written")
     try:
-        return torch.from_dlpack(value)
-    except (BufferError, RuntimeError, TypeError, ValueError) as error:
-        raise InvalidArgumentError(f"{op}: {role} could not be taken through __dlpack__: {error}") from None
+        return dlpack.take(value, writable)
+    except dlpack.ForeignTensorError as error:
+        raise InvalidArgumentError(f"{op}: {role} {error}") from None
 
 
 def _read_only(value: Any) -> bool:
