@@ -396,12 +396,15 @@ _KIND_OUTPUT = {
     Kind.REDUCTION: "a new tensor of the input's shape without `dim` (kept as 1 with keepdim=True)",
     Kind.NORMALIZATION: "a new tensor of the input's shape",
 }
+# How out may share memory with the inputs, by kind (docs/operators.md).
+_KIND_ALIASING = {
+    Kind.ELEMENTWISE: "out may be an input itself (in-place) but must not otherwise overlap one",
+    Kind.REDUCTION: "out must not share memory with the input",
+    Kind.NORMALIZATION: "out may be an input itself (in-place) but must not otherwise overlap one",
+}
 _VARIANT_TEXT = {
     "out_of_place": "Returns {output}.",
-    "out": (
-        "Writes the result into `out` and returns it; out may be an input itself "
-        "(in-place) but must not otherwise overlap one."
-    ),
+    "out": "Writes the result into `out` and returns it; {aliasing}.",
     "prepare": (
         "Validates once and returns a Prepared: .run() executes on the current stream, "
         ".run(*inputs, out=...) first rebinds tensors of the same layouts, .destroy() "
@@ -433,7 +436,7 @@ def _docstring(info: OperatorInfo, variant: str, signature: inspect.Signature) -
     summary = _KIND_SUMMARY[info.kind].format(name=info.name, inputs=inputs)
     if info.kind == Kind.ELEMENTWISE and len(info.input_names) > 1:
         summary = summary[:-1] + ", broadcast together."
-    what = _VARIANT_TEXT[variant].format(output=_KIND_OUTPUT[info.kind])
+    what = _VARIANT_TEXT[variant].format(output=_KIND_OUTPUT[info.kind], aliasing=_KIND_ALIASING[info.kind])
     lines = []
     for name in signature.parameters:
         if name in info.input_names:

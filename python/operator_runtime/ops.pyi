@@ -101,8 +101,7 @@ def reduce_sum(input: torch.Tensor, dim: int = -1, keepdim: bool = False, *, bac
 
 def reduce_sum_(out: torch.Tensor, input: torch.Tensor, dim: int = -1, *, backend: str | None = None) -> torch.Tensor:
     """`reduce_sum` of `input` over axis `dim` (negative counts from the end). Writes the
-    result into `out` and returns it; out may be an input itself (in-place) but must not
-    otherwise overlap one.
+    result into `out` and returns it; out must not share memory with the input.
 
     Args:
         out: the output tensor, of any strides.

@@ -63,8 +63,9 @@ int32_t dtype_code(c10::ScalarType type) {
 }
 
 // Whether t carries a forward-mode AD tangent (torch.func.jvp, forward_ad): oprt has
-// no forward-mode formula, so such calls go to the Python path, which refuses them
-// (library.check_autograd). Level 0, as torch's own isFwGradDefined.
+// no forward-mode formula, so AutogradKernel refuses such calls, and the fast paths
+// leave them to the Python path, which refuses them too (library.check_autograd).
+// Level 0, as torch's own isFwGradDefined.
 bool has_tangent(const at::Tensor& t) { return t._fw_grad(/*level=*/0).defined(); }
 
 // torch refuses in-place updates of an inference tensor outside InferenceMode; so

@@ -16,7 +16,7 @@ Repetitions are time-budgeted, as triton.testing.do_bench's: a first warm-up rou
 rounds as --case_ms holds, between --min_iters and --iters. On a terminal a progress
 bar shows cases done and the time left; otherwise each case prints its line as it
 ends. The copy bandwidth is measured three times at start and once after the table;
-measurements more than 20 % apart print a warning that the machine is noisy.
+measurements more than 20 %% apart print a warning that the machine is noisy.
 
 A second table gives the host overhead of each call, in µs per call, on a tiny
 tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
@@ -306,8 +306,12 @@ def _cell(value: float | None, width: int, precision: int) -> str:
     return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.{precision}f}"
 
 
+# The op column holds the longest operator name.
+OP_WIDTH = max(len(name) for name in OPERATORS)
+
+
 def table_header() -> str:
-    columns = [f"{'op':<11} {'backend':<8} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} {'%copy':>6}"]
+    columns = [f"{'op':<{OP_WIDTH}} {'backend':<8} {'dtype':<5} {'case':<30} {'us':>10} {'MB':>9} {'GFLOP':>8} {'GB/s':>8} {'%copy':>6}"]
     for name in FLAGS.peers:
         label = peer_lib.LABELS[name]
         columns.append(f"{label + ' us':>10} {label + ' GB/s':>12} {'x ' + label:>9}")
@@ -316,7 +320,7 @@ def table_header() -> str:
 
 def _row(r: Result) -> str:
     columns = [
-        f"{r.op:<11} {r.backend:<8} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
+        f"{r.op:<{OP_WIDTH}} {r.backend:<8} {r.dtype:<5} {r.case:<30} {r.us:>10.1f} {r.bytes / 1e6:>9.1f} {r.flops / 1e9:>8.3f} "
         f"{r.gbps:>8.1f} {r.pct_copy_bw:>6.1f}"
     ]
     for name in FLAGS.peers:
@@ -327,12 +331,12 @@ def _row(r: Result) -> str:
 
 def overhead_header() -> str:
     peers = " ".join(f"{peer_lib.LABELS[name]:>10}" for name in FLAGS.peers)
-    return f"{'op':<11} {'backend':<8} {'case':<16} {'p.run()':>10} {'op_()':>10} {'op()':>10} {peers}"
+    return f"{'op':<{OP_WIDTH}} {'backend':<8} {'case':<16} {'p.run()':>10} {'op_()':>10} {'op()':>10} {peers}"
 
 
 def _overhead_row(o: Overhead) -> str:
     peers = " ".join(_cell(o.peers[name], 10, 1) for name in FLAGS.peers)
-    return (f"{o.op:<11} {o.backend:<8} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} "
+    return (f"{o.op:<{OP_WIDTH}} {o.backend:<8} {o.case:<16} {o.run_us:>10.1f} {o.op_call_us:>10.1f} "
             f"{o.op_us:>10.1f} {peers}")
 
 
@@ -399,9 +403,26 @@ def _run_sweep(backends: list[str], device: torch.device) -> int:
     return 0
 
 
+def _positive_ints(text: str, separator: str) -> bool:
+    return all(part.isdigit() and int(part) > 0 for part in text.split(separator))
+
+
+def _flag_problem() -> str | None:
+    """What is wrong with the flags absl cannot check itself, or None."""
+    if FLAGS.dtype != "all" and not set(FLAGS.dtype.split(",")) <= DTYPES.keys():
+        return f"--dtype={FLAGS.dtype}: expected 'all' or a comma list of {', '.join(DTYPES)}"
+    if FLAGS.shapes and not all(_positive_ints(shape, "x") for shape in FLAGS.shapes.split(",")):
+        return f"--shapes={FLAGS.shapes}: expected shapes like 8192x8192,1024x32768"
+    if FLAGS.sweep_lengths and not _positive_ints(FLAGS.sweep_lengths, ","):
+        return f"--sweep_lengths={FLAGS.sweep_lengths}: expected row lengths like 500,4096,50257"
+    if not _positive_ints(",".join(FLAGS.sweep_rows) or "1", ","):
+        return f"--sweep_rows={','.join(FLAGS.sweep_rows)}: expected row counts like 1,8,64"
+    return peer_lib.check(FLAGS.peers)
+
+
 def main(argv) -> int:
     del argv
-    problem = peer_lib.check(FLAGS.peers)
+    problem = _flag_problem()
     if problem:
         print(f"bench: {problem}", file=sys.stderr)
         return 2

@@ -13,11 +13,11 @@ from types import SimpleNamespace
 from tools.bench import compare, peers, report, sweep, targets
 
 
-def _result(op: str, case: str, us: float, torch_us: float | None) -> dict:
+def _result(op: str, case: str, us: float, torch_us: float | None, dtype: str = "f32") -> dict:
     gbps = 1e3 / us
     torch = {"us": torch_us, "gbps": 1e3 / torch_us, "ratio": torch_us / us, "unavailable": None} \
         if torch_us is not None else {"us": None, "gbps": None, "ratio": None, "unavailable": "no"}
-    return {"op": op, "case": case, "dtype": "f32", "shapes": "1024", "backend": "nvidia", "us": us,
+    return {"op": op, "case": case, "dtype": dtype, "shapes": "1024", "backend": "nvidia", "us": us,
             "bytes": 10**6, "flops": 0, "gbps": gbps, "pct_copy_bw": 50.0, "peers": {"torch": torch}}
 
 
@@ -46,6 +46,17 @@ class BenchToolsTest(unittest.TestCase):
         self.assertEqual(fields[7], "1.25")  # plain's time over cute's
         self.assertEqual(fields[8], "12.0")  # torch beside the first run
 
+    def test_compare_keeps_cases_of_one_shape_in_each_dtype(self) -> None:
+        # --shapes names cases by shape alone, one per dtype.
+        results = [_result("softmax_backward", "64x256", 10.0, 12.0, dtype) for dtype in ("f32", "bf16")]
+        path = os.path.join(self.directory, "shapes.json")
+        with open(path, "w") as f:
+            json.dump(_run(results), f)
+        lines = compare.table([("a", compare.load(path)), ("b", compare.load(path))])
+        self.assertEqual([line.split()[:3] for line in lines[1:]],
+                         [["softmax_backward", "f32", "64x256"], ["softmax_backward", "bf16", "64x256"]])
+        self.assertEqual(lines[0].index("dtype"), lines[1].index("f32"))  # columns aligned
+
     def test_compare_joins_sweep_points_by_dtype_axis_and_shape(self) -> None:
         def point(dtype: str, axis: str, rows: int, length: int, us: float) -> dict:
             torch = {"us": 2 * us, "gbps": 1.0, "ratio": 2.0, "unavailable": None}
@@ -68,6 +79,25 @@ class BenchToolsTest(unittest.TestCase):
         self.assertEqual(lines[1].split(), ["reduce_sum", "bf16", "8x32768", "10.0", "100.0", "5.0", "200.0",
                                             "2.00", "20.0"])
         self.assertEqual(lines[2].split()[2], "8x32768_leading")
+
+    def test_bench_refuses_malformed_flags_with_a_message(self) -> None:
+        from tools.bench import bench
+
+        cases = {
+            "--dtype=f64": "--dtype=f64: expected 'all' or a comma list of f32, f16, bf16",
+            "--shapes=abc": "--shapes=abc: expected shapes like 8192x8192,1024x32768",
+            "--shapes=8x0": "--shapes=8x0: expected shapes like 8192x8192,1024x32768",
+            "--sweep_lengths=abc": "--sweep_lengths=abc: expected row lengths like 500,4096,50257",
+            "--sweep_rows=x": "--sweep_rows=x: expected row counts like 1,8,64",
+            "--dtype=f32,bf16": None,
+        }
+        try:
+            for flag, problem in cases.items():
+                bench.FLAGS.unparse_flags()
+                bench.FLAGS(["bench", flag])
+                self.assertEqual(bench._flag_problem(), problem, flag)
+        finally:
+            bench.FLAGS.unparse_flags()
 
     def test_compare_needs_two_labelled_runs(self) -> None:
         self.assertEqual(compare.main(["compare.py", f"plain={self.plain}"]), 2)

@@ -21,19 +21,21 @@ def _sweep_case(point: dict) -> str:
     return f"{point['rows']}x{point['row_length']}" + ("" if point["axis"] == "last" else f"_{point['axis']}")
 
 
-def load(path: str) -> dict[tuple[str, str, str], dict]:
-    """(op, backend, case) -> that case's result (a bench run's, or a sweep point's)."""
+def load(path: str) -> dict[tuple[str, str, str, str], dict]:
+    """(op, backend, dtype, case) -> that case's result (a bench run's, or a sweep
+    point's): --shapes names cases by shape alone, one per dtype."""
     with open(path) as f:
         run = json.load(f)
     if "points" in run:
-        return {(p["op"], run["backend"], f"{_sweep_case(p)}_{p['dtype']}"): {**p, "case": _sweep_case(p)}
+        return {(p["op"], run["backend"], p["dtype"], _sweep_case(p)): {**p, "case": _sweep_case(p)}
                 for p in run["points"]}
-    return {(r["op"], r["backend"], r["case"]): r for r in run["results"]}
+    return {(r["op"], r["backend"], r["dtype"], r["case"]): r for r in run["results"]}
 
 
 def table(runs: list[tuple[str, dict]]) -> list[str]:
     first_label, first = runs[0]
-    header = f"{'op':<11} {'dtype':<5} {'case':<28}"
+    op_width = max([len("op"), *(len(key[0]) for key in first)])
+    header = f"{'op':<{op_width}} {'dtype':<5} {'case':<28}"
     for label, _ in runs:
         header += f" {label + ' us':>10} {label + ' GB/s':>12}"
     for label, _ in runs[1:]:
@@ -42,7 +44,7 @@ def table(runs: list[tuple[str, dict]]) -> list[str]:
     for key, base in first.items():
         if not all(key in results for _, results in runs):
             continue
-        line = f"{key[0]:<11} {base['dtype']:<5} {base['case']:<28}"
+        line = f"{key[0]:<{op_width}} {base['dtype']:<5} {base['case']:<28}"
         for _, results in runs:
             line += f" {results[key]['us']:>10.1f} {results[key]['gbps']:>12.1f}"
         for _, results in runs[1:]:
