@@ -39,9 +39,9 @@ from operator_runtime.operator_table import (
 )
 
 
-def _param_values(info: OperatorInfo, params: dict[str, Any]) -> list[float]:
+def _param_values(info: OperatorInfo, params: dict[str, Any], first_input: torch.Tensor) -> list[float]:
     return [
-        float(axis_value(info.name, params[name]) if name == AXIS_PARAM else params[name])
+        float(_axis(info.name, params[name], first_input) if name == AXIS_PARAM else params[name])
         for name in info.param_names
     ]
 
@@ -107,7 +107,7 @@ def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[st
     input_views = [tensors.view(op, role, tensor) for role, tensor in named[1:]]
     out_view = tensors.view(op, "out", out)
     name = backends.resolve(op, backend, device)
-    param_values = _param_values(info, params)
+    param_values = _param_values(info, params, inputs[0])
     python_backend = backends.python_backend(name)
     # A Python backend's calls are checked and planned by a cpu descriptor of the
     # same views (create never touches memory): the backend launches from its plan,
@@ -494,7 +494,12 @@ def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Sign
         ]
     for param in info.param_names:
         if param == AXIS_PARAM:
-            lines += [f"    if type({param}) is not int:", f"        {param} = _axis({op!r}, {param})"]
+            # torch's schema takes an int64 dim; past it, torch's own parser would say
+            # "Expected a value of type 'int'" for an int.
+            lines += [
+                f"    if type({param}) is not int or not -0x8000000000000000 <= {param} <= 0x7FFFFFFFFFFFFFFF:",
+                f"        {param} = _axis({op!r}, {param}, {info.input_names[0]})",
+            ]
         else:
             lines += [
                 f"    if type({param}) is not float:",
@@ -518,6 +523,15 @@ def _source(info: OperatorInfo, name: str, variant: str, signature: inspect.Sign
     if variant == "out":
         lines.append("    return out")
     return "\n".join(lines) + "\n"
+
+
+def _axis(op: str, dim: Any, tensor: torch.Tensor) -> int:
+    """dim as an int64 (operator_table.axis_value's checks, then the range torch's
+    schema holds: beyond it no tensor has that axis)."""
+    dim = axis_value(op, dim)
+    if not -(2**63) <= dim < 2**63:
+        raise InvalidArgumentError(f"{op}: dim {dim} out of range for ndim {tensor.dim()}")
+    return dim
 
 
 def _keepdim(op: str, keepdim: Any) -> bool:
@@ -556,7 +570,7 @@ def _define(info: OperatorInfo, name: str, variant: str) -> Any:
         "_tensor": tensors.as_tensor,
         "_Tensor": torch.Tensor,
         "_strided": torch.strided,
-        "_axis": axis_value,
+        "_axis": _axis,
         "_number": _number,
         "_keepdim": _keepdim,
         "_backend": _backend,
