@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import math
 import os
+import pickle
 import pydoc
 import re
 import subprocess
@@ -140,6 +142,15 @@ def test_errors_from_c_carry_status_and_message():
     assert error.status == ort.Status.INVALID_ARG
     assert error.message.startswith("softmax: out shape [3]")
     assert str(error) == error.message
+
+
+def test_errors_keep_message_and_status_through_pickling():
+    made = error_for_status(_C.OPRT_ERR_UNSUPPORTED_DTYPE, "relu: input has dtype int8")
+    default = ort.InvalidArgumentError("softmax: dim 3 out of range for ndim 2")
+    for error, status in ((made, ort.Status.UNSUPPORTED_DTYPE), (default, ort.Status.INVALID_ARG)):
+        for copy in (error, pickle.loads(pickle.dumps(error))):
+            assert type(copy) is type(error) and copy.status == status
+            assert str(copy) == copy.message == error.message
 
 
 def test_binding_error_carries_status_and_message():
@@ -485,6 +496,54 @@ def test_python_backend_calls_are_kept_per_alignment_and_at_most_64(fake):
     assert len(ort.ops.PYTHON_BACKEND_CALLS) == ort.ops.PYTHON_BACKEND_CALLS.capacity == 64
 
 
+def test_calls_of_slopes_minus_zero_and_zero_keep_their_own_kernels(fake):
+    x = torch.tensor([-1.0, 2.0])
+    for slope in (-0.0, 0.0, -0.0):
+        ort.relu(x, slope, backend="tilelang")
+    assert [call[1] for call in fake.calls if call[0] == "relu"] == [(-0.0,), (0.0,), (-0.0,)]
+    assert [math.copysign(1, call[1][0]) for call in fake.calls if call[0] == "relu"] == [-1, 1, -1]
+    assert len(fake.plans) == 2
+
+
+def test_a_backend_unregistered_during_a_call_is_said(fake):
+    class Leaving(_FakePythonBackend):
+        def runs_on(self, device):  # resolve has named it; then it goes
+            ort.backends.unregister_python_backend("tilelang")
+            return True
+
+    for call in (lambda: ort.copy(torch.randn(4), backend="tilelang"),
+                 lambda: ort.copy_(torch.empty(4), torch.randn(4), backend="tilelang"),
+                 lambda: ort.prepare_copy(torch.empty(4), torch.randn(4), backend="tilelang")):
+        ort.register_python_backend("tilelang", Leaving())
+        with pytest.raises(ort.NotSupportedError, match="copy: backend 'tilelang' was unregistered during the call"):
+            call()
+
+
+@pytest.mark.parametrize("backend", ["cpu", "tilelang"])
+def test_concurrent_rebinding_runs_each_call_on_its_own_tensors(backend, fake):
+    prepared = ort.prepare_relu(torch.empty(64), torch.randn(64), backend=backend)
+    strays = []
+
+    def worker():
+        for _ in range(500):
+            x, out = torch.randn(64), torch.full((64,), float("nan"))
+            returned = prepared.run(x, out=out)
+            if returned is not out or not torch.equal(out, x.relu() if backend == "cpu" else x):
+                strays.append(returned)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert not strays
+
+
 def test_bounded_cache_drops_the_oldest_and_works_in_a_forked_child():
     script = """
 import os, threading
@@ -505,7 +564,9 @@ held.wait()
 pid = os.fork()
 if pid == 0:  # the thread holding the lock does not exist here
     cache.put("d", "D")
-    os._exit(0 if cache.get("d") == "D" else 1)
+    made_after = BoundedCache(capacity=1)
+    made_after.put("e", "E")
+    os._exit(0 if cache.get("d") == "D" and made_after.get("e") == "E" else 1)
 release.set()
 _, status = os.waitpid(pid, 0)
 print("child", os.waitstatus_to_exitcode(status))
@@ -539,12 +600,23 @@ def test_parameters_take_any_real_number_and_say_what_does_not_fit():
         ort.relu(x, np.bool_(True))
     with pytest.raises(ort.InvalidArgumentError, match=r"relu: negative_slope 10{400} does not fit a double"):
         ort.relu(x, 10**400)
-    for dim in (2**40, -(2**40), 2**63, -(2**70)):  # beyond int64 too, which torch's schema holds not
-        for call in (lambda: ort.softmax(x.view(2, 4), dim), lambda: ort.softmax_(x.view(2, 4), x.view(2, 4), dim),
-                     lambda: ort.prepare_softmax(torch.empty(2, 4), x.view(2, 4), dim)):
-            with pytest.raises(ort.InvalidArgumentError) as refused:
-                call()
-            assert refused.value.message == f"softmax: dim {dim} out of range for ndim 2"
+    # Past 2^53 a double no longer holds every integer (the C ABI's params are
+    # doubles), and past int64 torch's schema holds none: each dim is said as given.
+    rows = x.view(2, 4)
+    for dim in (2**40, -(2**40), 2**53 + 1, -(2**53 + 1), 2**63 - 1, 2**63, -(2**70)):
+        calls = {
+            "softmax": [lambda: ort.softmax(rows, dim), lambda: ort.softmax_(rows, rows, dim),
+                        lambda: ort.prepare_softmax(torch.empty(2, 4), rows, dim)],
+            "softmax_backward": [lambda: ort.softmax_backward(rows, rows, dim)],
+            "reduce_sum": [lambda: ort.reduce_sum(rows, dim), lambda: ort.reduce_sum_(torch.empty(2), rows, dim)],
+        }
+        if -(2**63) <= dim < 2**63:
+            calls["softmax"].append(lambda: torch.ops.oprt.softmax(rows, dim))
+        for op, op_calls in calls.items():
+            for call in op_calls:
+                with pytest.raises(ort.InvalidArgumentError) as refused:
+                    call()
+                assert refused.value.message == f"{op}: dim {dim} out of range for ndim 2"
 
 
 def test_quantized_tensors_are_refused_by_their_dtype():
@@ -576,10 +648,16 @@ def test_a_python_backend_is_checked_when_registered(fake):
 def test_python_backend_kernels_never_run_once_destroyed(fake):
     x, out = torch.randn(64), torch.empty(64)
     # A prepare that returns no kernel is the backend's failure, said as such.
-    fake.prepare = lambda *args: None
-    with pytest.raises(ort.RuntimeFailure, match="copy: backend 'tilelang' prepared no kernel"):
-        ort.prepare_copy(out, x, backend="tilelang")
+    for returned, kind in ((None, "NoneType"), (3, "int")):
+        fake.prepare = lambda *args: returned
+        with pytest.raises(ort.RuntimeFailure, match=f"copy: backend 'tilelang' prepared no kernel "
+                                                     rf"\(its prepare returned {kind}, which has no run, release, destroy\)"):
+            ort.prepare_copy(out, x, backend="tilelang")
     del fake.prepare
+    fake.prepare_key = lambda: ["a list"]
+    with pytest.raises(ort.RuntimeFailure, match="copy: backend 'tilelang''s prepare_key\\(\\) returned an unhashable list"):
+        ort.copy_(out, x, backend="tilelang")
+    del fake.prepare_key
     # destroy() waits for a run in flight; no run starts after it.
     prepared = ort.prepare_copy(out, x, backend="tilelang")
     kernel, kernel_destroyed, runs_after = prepared._kernel, threading.Event(), []

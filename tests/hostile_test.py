@@ -551,6 +551,44 @@ def test_fork_after_the_cpu_backend_ran_on_torch_threads():
     assert "child exited 0" in run_isolated(FORK_AFTER_TORCH_THREADS, timeout=120)
 
 
+# A prepared object on a Python backend serialises its runs with a lock; a child
+# forked while another thread's run held it must find it free.
+FORK_DURING_A_PREPARED_RUN = '''
+import os, threading, time, faulthandler, torch, operator_runtime as ort
+class SlowCopy:
+    def available(self): return True
+    def unavailable_reason(self): return None
+    def runs_on(self, device): return device.type == "cpu"
+    def prepare_key(self): return None
+    def prepare(self, op, plan, out, inputs, params):
+        class Kernel:
+            def run(self, out, inputs, stream):
+                time.sleep(1.0)
+                out.copy_(inputs[0])
+            def release(self): pass
+            def destroy(self): pass
+        return Kernel()
+ort.register_python_backend("tilelang", SlowCopy())
+x, out = torch.randn(8), torch.empty(8)
+prepared = ort.prepare_copy(out, x, backend="tilelang")
+threading.Thread(target=prepared.run).start()
+time.sleep(0.3)  # that run holds the lock now
+pid = os.fork()
+if pid == 0:
+    faulthandler.dump_traceback_later(20, exit=True)
+    prepared.run()
+    prepared.destroy()
+    os._exit(0 if torch.equal(out, x) else 3)
+_, status = os.waitpid(pid, 0)
+print(f"child exited {os.waitstatus_to_exitcode(status)}")
+'''
+
+
+@pytest.mark.skipif(UNDER_ASAN, reason="AddressSanitizer's allocator is not fork-safe (GCC 12)")
+def test_fork_while_a_prepared_python_backend_run_holds_its_lock():
+    assert "child exited 0" in run_isolated(FORK_DURING_A_PREPARED_RUN, timeout=120)
+
+
 # ------------------------------------------------------- any thread count
 
 # The cpu backend splits its work by torch's thread count, which a program sets

@@ -147,6 +147,50 @@ def test_fake_kernels_report_bad_calls_while_tracing():
             ort.softmax(x, 2)
         with pytest.raises(ort.InvalidArgumentError, match="not broadcastable"):
             ort.vector_add(x, torch.empty(7))
+    # What the real kernels refuse whatever the data: dtypes, and inputs of a
+    # normalization that differ in shape; meta tensors and torch.export meet it too.
+    with pytest.raises(ort.UnsupportedDtypeError,
+                       match="softmax: input has dtype int32; supported dtypes are float32, float16, bfloat16"):
+        ort.softmax(torch.ones(3, 4, device="meta", dtype=torch.int32))
+    with pytest.raises(ort.UnsupportedDtypeError, match="relu: out has dtype float64"):
+        ort.relu_(torch.empty(3, device="meta", dtype=torch.float64), torch.empty(3, device="meta"))
+    with pytest.raises(ort.InvalidArgumentError, match=r"softmax_backward: y shape \[3, 5\] must equal dy shape \[3, 4\]"):
+        ort.softmax_backward(torch.empty(3, 4, device="meta"), torch.empty(3, 5, device="meta"))
+
+    class Softmax(torch.nn.Module):
+        def forward(self, x):
+            return ort.softmax(x)
+
+    with pytest.raises(ort.UnsupportedDtypeError, match="softmax: input has dtype float64"):
+        torch.export.export(Softmax(), (torch.randn(3, 4, dtype=torch.float64),))
+
+
+def test_compile_fullgraph_reports_argument_errors_with_their_message():
+    # Dynamo reports an exception raised in traced code with its text; oprt's
+    # errors must be ones it can build (no __init__ of their own).
+    x = torch.randn(3, 4)
+    calls = {"softmax: dim must be an integer, got str": lambda t: ort.softmax(t, dim="a"),
+             "relu: negative_slope must be a number, got str": lambda t: ort.relu(t, "a"),
+             "reduce_sum: keepdim must be a bool, got int": lambda t: ort.reduce_sum(t, 0, 1)}
+    for message, call in calls.items():
+        with pytest.raises(Exception) as raised:
+            torch.compile(call, fullgraph=True)(x)
+        assert message in str(raised.value)
+
+
+def test_fx_symbolic_trace_records_the_ops():
+    def program(x):
+        out = torch.empty(3, 4)
+        return ort.softmax(x, 0) + ort.relu_(out, x) + ort.vector_add(x, x)
+
+    traced = torch.fx.symbolic_trace(program)
+    targets = {node.target for node in traced.graph.nodes if node.op == "call_function"}
+    assert {torch.ops.oprt.softmax.default, torch.ops.oprt.relu_out.default,
+            torch.ops.oprt.vector_add.default} <= targets
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(traced(x), program(x))
+    with pytest.raises(ort.InvalidArgumentError, match="softmax: out is a torch.fx Proxy"):
+        torch.fx.symbolic_trace(lambda t: ort.prepare_softmax(t, t))
 
 
 def _opcheck_samples(name: str):

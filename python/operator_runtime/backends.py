@@ -15,6 +15,7 @@ from typing import Hashable, Protocol, Sequence
 import torch
 
 from operator_runtime import _C
+from operator_runtime._internal.bounded_cache import ForkSafeLock
 from operator_runtime.errors import InvalidArgumentError, NotSupportedError, OperatorRuntimeError
 
 BACKEND_NAMES = ("cpu", "nvidia", "metax", "tilelang")
@@ -104,6 +105,15 @@ def python_backend(name: str) -> PythonBackend | None:
     return _python_backends.get(name)
 
 
+def registered_python_backend(op: str, name: str) -> PythonBackend:
+    """The Python backend registered as name, which resolve named: another thread
+    may have unregistered it since."""
+    backend = _python_backends.get(name)
+    if backend is None:
+        raise NotSupportedError(f"{op}: backend {name!r} was unregistered during the call")
+    return backend
+
+
 def is_available(name: str) -> bool:
     if name in NATIVE_BACKEND_CODES:
         return _C.backend_available(NATIVE_BACKEND_CODES[name])
@@ -150,19 +160,21 @@ def resolve(op: str, backend: str | None, device: torch.device) -> str:
     """The backend to run op on tensors of device, checked to be usable."""
     name = backend or _default_backend or _backend_for_device(device)
     check_name(name)
-    if not is_available(name):
-        if name == "tilelang" and name not in _python_backends:
+    # One look at the registrations, which another thread may change meanwhile.
+    python_backend = _python_backends.get(name)
+    native = name in NATIVE_BACKEND_CODES
+    if not (is_available(name) if native else python_backend is not None and python_backend.available()):
+        if name == "tilelang" and python_backend is None:
             raise NotSupportedError("tilelang backend is not available in this build")
-        if name in _python_backends:
+        if python_backend is not None:
             raise NotSupportedError(
-                f"{op}: backend {name!r} is not available: {_python_backends[name].unavailable_reason()}"
+                f"{op}: backend {name!r} is not available: {python_backend.unavailable_reason()}"
             )
         raise NotSupportedError(
             f"{op}: backend {name!r} is not available: it is not built into this runtime "
             f"or has no device (available: {', '.join(available_backends())})"
         )
-    python_backend = _python_backends.get(name)
-    runs = python_backend.runs_on(device) if python_backend else device.type == _DEVICE_TYPE[name]
+    runs = device.type == _DEVICE_TYPE[name] if native else python_backend.runs_on(device)
     if not runs:
         needs = f"; it needs {_DEVICE_TYPE[name]} tensors" if name in _DEVICE_TYPE else ""
         raise InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
@@ -174,19 +186,25 @@ def resolve(op: str, backend: str | None, device: torch.device) -> str:
 _KERNEL_BACKEND_SLOTS = (None, "cpu", "nvidia", "metax")
 
 
+# Held from reading the registrations to publishing what they resolve to, so that
+# of two threads changing them, the later publish is of the later state.
+_publish_lock = ForkSafeLock()
+
+
 def _publish_backend_table() -> None:
     """Publishes resolve's answers, after a change of the default or of the
     Python backends, to the C++ kernels (torch_kernels.cc), which apply no rule
     of their own."""
-    codes = []
-    for name in _KERNEL_BACKEND_SLOTS:
-        for device_type in ("cpu", "cuda"):
-            try:
-                resolved = resolve("", name, torch.device(device_type))
-            except OperatorRuntimeError:
-                resolved = None  # the Python path raises the error with the call's op
-            codes.append(NATIVE_BACKEND_CODES.get(resolved, -1))
-    _C.set_backend_table(codes)
+    with _publish_lock:
+        codes = []
+        for name in _KERNEL_BACKEND_SLOTS:
+            for device_type in ("cpu", "cuda"):
+                try:
+                    resolved = resolve("", name, torch.device(device_type))
+                except OperatorRuntimeError:
+                    resolved = None  # the Python path raises the error with the call's op
+                codes.append(NATIVE_BACKEND_CODES.get(resolved, -1))
+        _C.set_backend_table(codes)
 
 
 _publish_backend_table()

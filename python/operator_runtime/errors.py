@@ -24,14 +24,24 @@ class Status(enum.IntEnum):
 
 
 class OperatorRuntimeError(Exception):
-    """Base class: ``status`` is the C status, ``message`` what was wrong."""
+    """Base class, raised as ``Error(message)`` or ``Error(message, status)``:
+    ``status`` is the C status (the class's default unless given), ``message``
+    what was wrong. Both are read from ``args``, with no ``__init__``: under
+    ``torch.compile(fullgraph=True)`` Dynamo cannot call an exception's own
+    ``__init__`` and then reports that failure instead of the message."""
 
     default_status = Status.RUNTIME
 
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.status = Status(self.default_status if status is None else status)
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    @property
+    def status(self) -> Status:
+        return Status(self.args[1]) if len(self.args) > 1 else Status(self.default_status)
+
+    def __str__(self) -> str:
+        return self.message
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status={self.status.name})"
@@ -94,9 +104,13 @@ class BindingError(OperatorRuntimeError, RuntimeError):
     """What the binding (_C) raises, as ``_C.Error(status, message)``; the package
     turns it into the exception of its status (from_c_error)."""
 
-    def __init__(self, status: int, message: str):
-        super().__init__(message, status)
-        self.args = (status, message)
+    @property
+    def message(self) -> str:
+        return str(self.args[1])
+
+    @property
+    def status(self) -> Status:
+        return Status(self.args[0])
 
 
 _C.set_error_type(BindingError)

@@ -40,7 +40,7 @@ from torch.autograd import forward_ad
 
 from operator_runtime import _C, autograd, backends
 from operator_runtime._internal import tensors
-from operator_runtime.errors import AutogradError, UnsupportedDtypeError, from_c_error
+from operator_runtime.errors import AutogradError, InvalidArgumentError, UnsupportedDtypeError, from_c_error
 from operator_runtime.operator_table import (
     AXIS_PARAM,
     OPERATORS,
@@ -167,11 +167,19 @@ def new_output(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Seque
     return first.new_empty(shape)
 
 
+def check_axis(info: OperatorInfo, inputs: Sequence[torch.Tensor], params: Sequence[Any]) -> None:
+    """Refuses a dim that is no axis of the first input here, with the dim as given:
+    the C ABI takes params as doubles, which round a dim past 2^53 in its message."""
+    if AXIS_PARAM in info.param_names:
+        normalize_axis(info.name, params[info.param_names.index(AXIS_PARAM)], inputs[0].dim())
+
+
 def execute(info: OperatorInfo, out: torch.Tensor, inputs: Sequence[torch.Tensor],
             params: Sequence[Any], backend: str | None, out_form: bool) -> None:
     """Runs info's op into out: the body of the Python implementations
     (oprt::_python_<op>[_out]), which take the calls the C++ kernels do not."""
     check_autograd(info.name, out, inputs, info.input_names, out_form)
+    check_axis(info, inputs, params)
     name = backends.resolve(info.name, backend, out.device)
     code = backends.NATIVE_BACKEND_CODES.get(name)
     if code is None:
@@ -200,14 +208,22 @@ def _run(info: OperatorInfo, code: int, stream: int, out: torch.Tensor,
 
 def check_fake_call(info: OperatorInfo, out: torch.Tensor | None, inputs: Sequence[torch.Tensor],
                     params: Sequence[Any], backend: str | None) -> None:
-    """What a fake kernel can check without data: autograd, devices, the axis, the backend.
+    """What a fake kernel can check without data: autograd, dtypes, the inputs' shapes
+    (normalizations), devices, the axis, the backend.
     Meta tensors are shape-only whatever backend runs real ones, except that a
     backend named explicitly refuses them, as it refuses any device it cannot run."""
     check_autograd(info.name, out, inputs, info.input_names, out_form=out is not None)
     named = ([("out", out)] if out is not None else []) + list(zip(info.input_names, inputs))
+    for role, tensor in named:
+        tensors.dtype_code(info.name, role, tensor)  # an unsupported dtype, said as a real call says it
+    if info.kind == Kind.NORMALIZATION:
+        first_role, first = info.input_names[0], inputs[0]
+        for role, tensor in zip(info.input_names[1:], inputs[1:]):
+            if tensor.shape != first.shape:
+                raise InvalidArgumentError(f"{info.name}: {role} shape {list(tensor.shape)} must equal "
+                                           f"{first_role} shape {list(first.shape)}")
     device = tensors.common_device(info.name, named)
-    if AXIS_PARAM in info.param_names:
-        normalize_axis(info.name, params[info.param_names.index(AXIS_PARAM)], inputs[0].dim())
+    check_axis(info, inputs, params)
     if backend is not None:
         backends.check_name(backend)
         if device.type == "meta":

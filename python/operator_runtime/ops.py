@@ -18,14 +18,13 @@ from __future__ import annotations
 import inspect
 import numbers
 import textwrap
-import threading
 from typing import Any, NamedTuple, Sequence
 
 import torch
 
 from operator_runtime import _C, backends, library
 from operator_runtime._internal import tensors
-from operator_runtime._internal.bounded_cache import BoundedCache
+from operator_runtime._internal.bounded_cache import BoundedCache, ForkSafeLock, params_key
 from operator_runtime.errors import InvalidArgumentError, RuntimeFailure, from_c_error
 from operator_runtime.operator_table import (
     AXIS_PARAM,
@@ -40,8 +39,11 @@ from operator_runtime.operator_table import (
 
 
 def _param_values(info: OperatorInfo, params: dict[str, Any], first_input: torch.Tensor) -> list[float]:
+    """params as the C ABI takes them (doubles), once a dim is known to be an axis
+    of first_input (library.check_axis)."""
+    library.check_axis(info, [first_input], [params[name] for name in info.param_names])
     return [
-        float(_axis(info.name, params[name], first_input) if name == AXIS_PARAM else params[name])
+        float(axis_value(info.name, params[name]) if name == AXIS_PARAM else params[name])
         for name in info.param_names
     ]
 
@@ -94,6 +96,10 @@ class _Created(NamedTuple):
     kernel: backends.PythonKernel | None
 
 
+# What a Python backend's prepare must return (backends.PythonKernel).
+_KERNEL_METHODS = ("run", "release", "destroy")
+
+
 def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[str, Any],
             backend: str | None) -> _Created:
     """Validates a call as the C runtime's create does (raising its error) and, on a
@@ -108,7 +114,7 @@ def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[st
     out_view = tensors.view(op, "out", out)
     name = backends.resolve(op, backend, device)
     param_values = _param_values(info, params, inputs[0])
-    python_backend = backends.python_backend(name)
+    python_backend = None if name in backends.NATIVE_BACKEND_CODES else backends.registered_python_backend(op, name)
     # A Python backend's calls are checked and planned by a cpu descriptor of the
     # same views (create never touches memory): the backend launches from its plan,
     # and each run re-checks the layouts and storage with it.
@@ -120,9 +126,12 @@ def _create(info: OperatorInfo, out: Any, inputs: Sequence[Any], params: dict[st
     kernel = None
     if python_backend is not None:
         kernel = python_backend.prepare(op, descriptor.plan, out, inputs, param_values)
-        if kernel is None:
+        if not all(callable(getattr(kernel, method, None)) for method in _KERNEL_METHODS):
             descriptor.destroy()
-            raise RuntimeFailure(f"{op}: backend {name!r} prepared no kernel (its prepare returned None)")
+            raise RuntimeFailure(
+                f"{op}: backend {name!r} prepared no kernel (its prepare returned "
+                f"{type(kernel).__name__}, which has no {', '.join(_KERNEL_METHODS)})"
+            )
     return _Created(out, inputs, device, name, descriptor, kernel)
 
 
@@ -159,7 +168,7 @@ class Prepared:
         python_backend = created.kernel is not None
         if python_backend:
             self._kernel = created.kernel
-            self._kernel_lock = threading.Lock()
+            self._kernel_lock = ForkSafeLock()
             self._execute = self._execute_python
             self.workspace_size = 0
         else:
@@ -218,7 +227,7 @@ class Prepared:
             )
         return tensor
 
-    def _rebind(self, inputs: Sequence[Any], out: Any) -> None:
+    def _rebind(self, inputs: Sequence[Any], out: Any) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         info = self._info
         if inputs and len(inputs) != len(info.input_names):
             raise InvalidArgumentError(
@@ -245,16 +254,19 @@ class Prepared:
                     f"{self.op}: prepared run makes out overlap {role} ({now}) unlike the tensors "
                     f"the descriptor was created for; prepare a new descriptor"
                 )
-        self._bound = (new_out, new_inputs)
+        bound = (new_out, new_inputs)
+        self._bound = bound
+        return bound
 
     def run(self, *inputs: Any, out: Any = None) -> torch.Tensor:
         """Executes on the current stream and returns out; with arguments,
         first rebinds to new inputs and/or out of the same layouts."""
+        # This call's tensors, read once: they stay referenced by this call, and so
+        # alive, and run, whatever another thread rebinds meanwhile.
         if inputs or out is not None:
-            self._rebind(inputs, out)
-        # One read of the binding: the tensors stay referenced by this call, and
-        # so alive, whatever another thread rebinds meanwhile.
-        out, bound_inputs = self._bound
+            out, bound_inputs = self._rebind(inputs, out)
+        else:
+            out, bound_inputs = self._bound
         stream = self._stream()
         workspace_ptr = self._workspace_ptrs.get(stream, 0) if self.workspace_size else 0
         if self.workspace_size and not workspace_ptr:
@@ -359,13 +371,19 @@ def run_on_python_backend(info: OperatorInfo, out: torch.Tensor, inputs: Sequenc
     """Runs a call of ort.<op>() or <op>_() on the Python backend `name`. A call of a
     signature seen before creates and plans nothing; one its kept descriptor refuses
     (a tensor past its storage, ...) is made anew, which raises what is wrong."""
-    python_backend = backends.python_backend(name)
+    python_backend = backends.registered_python_backend(info.name, name)
     try:
-        key = (info.name, python_backend, python_backend.prepare_key(), tuple(params),
+        key = (info.name, python_backend, python_backend.prepare_key(), params_key(params),
                _C.signature(out, *inputs))
     except _C.Error:
         key = None  # a tensor the runtime refuses: made anew below, which says why
-    call = PYTHON_BACKEND_CALLS.get(key)
+    try:
+        call = PYTHON_BACKEND_CALLS.get(key)
+    except TypeError:
+        raise RuntimeFailure(
+            f"{info.name}: backend {name!r}'s prepare_key() returned an unhashable "
+            f"{type(python_backend.prepare_key()).__name__}"
+        ) from None
     if call is not None:
         try:
             call.run(out, inputs)
@@ -534,6 +552,15 @@ def _axis(op: str, dim: Any, tensor: torch.Tensor) -> int:
     return dim
 
 
+def _operand(op: str, role: str, value: Any, writable: bool = False) -> Any:
+    """A tensor argument of the generated functions (tensors.as_tensor), except
+    that torch.fx's symbolic tracing passes Proxies, which go to the torch op as
+    they are: it records the call."""
+    if isinstance(value, torch.fx.Proxy):
+        return value
+    return tensors.as_tensor(op, role, value, writable)
+
+
 def _keepdim(op: str, keepdim: Any) -> bool:
     if not isinstance(keepdim, bool):
         raise InvalidArgumentError(f"{op}: keepdim must be a bool, got {type(keepdim).__name__}")
@@ -567,7 +594,7 @@ def _define(info: OperatorInfo, name: str, variant: str) -> Any:
         "_functional": functional,
         "_out_variant": out_variant,
         "_prepare": _prepare,
-        "_tensor": tensors.as_tensor,
+        "_tensor": _operand,
         "_Tensor": torch.Tensor,
         "_strided": torch.strided,
         "_axis": _axis,

@@ -29,6 +29,11 @@ def as_tensor(op: str, role: str, value: Any, writable: bool = False) -> torch.T
     views are refused."""
     if isinstance(value, torch.Tensor):
         tensor = value
+    elif isinstance(value, torch.fx.Proxy):  # it has every attribute, __dlpack__ too
+        raise InvalidArgumentError(
+            f"{op}: {role} is a torch.fx Proxy; symbolic tracing records the calls of "
+            f"ort.{op}() and ort.{op}_(), not of a prepared descriptor"
+        )
     elif hasattr(value, "__dlpack__"):
         tensor = _from_dlpack(op, role, value, writable)
     else:

@@ -39,7 +39,7 @@ from typing import Callable, Protocol, Sequence
 
 import torch
 
-from operator_runtime._internal.bounded_cache import BoundedCache
+from operator_runtime._internal.bounded_cache import BoundedCache, params_key
 from operator_runtime.errors import InvalidArgumentError, NotSupportedError
 from operator_runtime.ops import OPERATORS, Kind
 from operator_runtime.tilelang import compiler, registry
@@ -608,7 +608,7 @@ class TileLangBackend:
         style = compiler.get_style()
         elementwise = OPERATORS[op].kind == Kind.ELEMENTWISE
         aligned = all(_aligned(t) for t in (out, *inputs))
-        key = (op, style, out.dtype, out.get_device(), tuple(sorted(plan.items())), tuple(params), aligned)
+        key = (op, style, out.dtype, out.get_device(), tuple(sorted(plan.items())), params_key(params), aligned)
         run = self._runs.get(key)
         if run is None:
             kernels = Kernels(op, style, out)
