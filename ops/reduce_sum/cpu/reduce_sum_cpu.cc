@@ -1,9 +1,10 @@
-// reduce_sum's cpu backend: the readable reference, with a double accumulator
-// per row. Rows of stride 1 are summed one at a time, in float lanes that vectorise
+// reduce_sum's cpu backend: the readable reference, with a double total per
+// row. Rows of stride 1 are summed one at a time, in float lanes that vectorise
 // (sum_in_lanes, reduction_cpu.h). Along any other axis the
 // rows that are neighbours in memory (the input's contiguous innermost
 // dimension) are summed side by side, a block of them per step along the axis,
-// so every step reads consecutive memory. Work is split across the cores
+// so every step reads consecutive memory, in floats over kStepsPerFloatSum steps
+// at a time before their double totals. Work is split across the cores
 // (parallel_for) when there is enough of it.
 #include <algorithm>
 #include <type_traits>
