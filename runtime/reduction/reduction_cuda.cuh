@@ -393,6 +393,29 @@ struct RowWalk {
   }
 };
 
+// A RowWalk for kernels that only read the row: a partial vector is read as
+// the whole aligned vector holding it, the positions outside the row set to
+// fill, one access where element by element took up to kVec. The aligned
+// vector holds at least one of the row's elements, so it never crosses a page
+// and cannot fault; its other bytes may belong to neighbouring rows, which a
+// kernel writing in place would race with, hence read-only kernels alone.
+template <class T, bool kWholeVectors, class Index = int64_t>
+struct MaskedRowWalk : RowWalk<const T, kWholeVectors, Index> {
+  template <int kVec>
+  __device__ void load(Index p, float fill, float (&x)[kVec]) const {
+    if constexpr (kVec == 1 || kWholeVectors) {
+      RowWalk<const T, kWholeVectors, Index>::template load<kVec>(p, fill, x);
+    } else {
+      const Index i = p - this->lead;
+      load_floats<kVec>(this->first + i, x);
+      if (!(this->holds(i) && this->holds(i + kVec - 1))) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) x[k] = this->holds(i + k) ? x[k] : fill;
+      }
+    }
+  }
+};
+
 // Elements of T from the last kVec-aligned address at or below p to p (p is
 // aligned to sizeof(T), as the host checks): the lead of a walk starting at p.
 template <int kVec, class T>

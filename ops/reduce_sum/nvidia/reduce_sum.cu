@@ -2,8 +2,9 @@
 // with -DOPRT_METAX (runtime/metax/dialect.cuh).
 //
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
-// whatever the row's length and start (RowWalk): a few lanes of a warp for
-// short rows, a whole block for long ones. Rows with partial vectors packed back
+// whatever the row's length and start (MaskedRowWalk: a partial first or last
+// vector is read whole, the elements outside the row masked): a few lanes of a
+// warp for short rows, a whole block for long ones. Rows with partial vectors packed back
 // to back, of 768 bytes to 8 KiB each, are staged a span of rows at a time
 // through shared memory instead (sum_packed_rows). Other axes use ColumnTeams:
 // neighbouring threads take neighbouring rows (16 bytes' worth of them per
@@ -26,6 +27,16 @@ namespace {
 // it from 2.95 to 3.88 TB/s on the H200: a block's closing reduction and its
 // scheduling are paid over four times the bytes.
 constexpr int64_t kVectorsPerThread = 16;
+// Short rows of whole vectors, from kShortRowVectors vectors up, take at least
+// a lane per kShortRowVectorsPerLane vectors, up to kShortRowLanes lanes: one
+// lane walking a row of 16 vectors reads 16 rows' worth of scattered 16-byte
+// pieces per warp instruction. On the H100 (256 MiB, against one lane per 16
+// vectors): f32 rows of 64 1.23x, 128 1.08x, 256 1.02x; bf16 rows of 128
+// 1.28x, 256 1.10x, 512 1.03x. Rows of fewer vectors, and rows with partial
+// vectors, lost with more lanes (f32 x 32 0.86x, bf16 x 33 0.39x with two).
+constexpr int64_t kShortRowVectors = 16;
+constexpr int64_t kShortRowVectorsPerLane = 4;
+constexpr int64_t kShortRowLanes = 8;
 constexpr int kWarpRowsBlockThreads = 256;
 constexpr int kUnroll = 4;
 
@@ -41,7 +52,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const RowStart start = active ? row_start(plan.row_offsets, row) : RowStart{0, 0};
     float sum = 0.0f;
     if (active) {
-      const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
+      const MaskedRowWalk<T, kWholeVectors> walk{input_walk<kVec, kWholeVectors>(plan, in, start)};
       for_each_vector<kVec, kUnroll>(walk, 0.0f, begin, min(walk.end(), begin + chunk),
                                      team.member(), team.width(),
                                      [&](int64_t, const float(&x)[kVec]) {
@@ -147,12 +158,15 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 // stages a span of rows, teams of kLanes lanes sum them from the tile, each
 // lane the aligned 16-byte words of the tile that its row overlaps (every
 // kLanes-th one, the elements outside the row masked), so shared memory too is
-// read 16 bytes at a time. Walks of single rows load such rows' partial
-// vectors element by element. Measured on the H200 (256 MiB, GB/s, walks ->
-// packed): bf16 x 500 2108 -> 3089, x 777 2221 -> 2949, x 1023 2240 -> 3487,
-// x 3001 2196 -> 3276, f32 x 777 3425 -> 3610, f32 x 257 3536 -> 3439; below
+// read 16 bytes at a time. Measured on the H200 (256 MiB, GB/s, walks ->
+// packed) when walks still loaded partial vectors element by element: bf16 x
+// 500 2108 -> 3089, x 777 2221 -> 2949, x 1023 2240 -> 3487, x 3001 2196 ->
+// 3276, f32 x 777 3425 -> 3610, f32 x 257 3536 -> 3439; below
 // kMinPackedRowBytes the per-row work of a team outweighs it (f32 x 127 3433
-// -> 3122, bf16 x 257 2027 -> 1991).
+// -> 3122, bf16 x 257 2027 -> 1991). Against walks that read them whole
+// (MaskedRowWalk), on the H100, packed rows still ran bf16 x 1500 and x 3001
+// 1.15x, x 500 1.04x and f32 x 777 1.04x faster, and bf16 x 777 and x 2047
+// 0.96-0.98x.
 constexpr int64_t kMinPackedRowBytes = 768;
 constexpr int64_t kMaxPackedRowBytes = kPackedTileBytes / 4;
 
@@ -267,8 +281,12 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
         }
         const int64_t chunk = chunk_length(walk, plan.row_splits);
         const int64_t vectors = ceil_div(walk, kVec);
-        const int lanes = next_pow2(std::min<int64_t>(ceil_div(vectors, kVectorsPerThread),
-                                                      kLongRowBlockThreads));
+        int64_t fewest_lanes = ceil_div(vectors, kVectorsPerThread);
+        if (kWhole && kVec > 1 && vectors >= kShortRowVectors) {
+          fewest_lanes =
+              std::max(fewest_lanes, std::min(kShortRowLanes, vectors / kShortRowVectorsPerLane));
+        }
+        const int lanes = next_pow2(std::min<int64_t>(fewest_lanes, kLongRowBlockThreads));
         if (lanes <= kWarpSize) {
           const WarpTeams team{lanes};
           const int64_t groups = ceil_div(plan.rows, kWarpRowsBlockThreads / lanes);
