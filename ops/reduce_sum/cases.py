@@ -9,7 +9,9 @@ import torch
 from operator_runtime_testing.api_errors import common_api_error_cases
 from operator_runtime_testing.cases import (
     BenchmarkCase,
+    Contiguous,
     CorrectnessCase,
+    Offset,
     OpSpec,
     Tolerance,
     tolerances,
@@ -56,7 +58,16 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("nan_and_inf", Values(specials=(NAN, INF, -INF), spacing=13)),
         ("one_inf_per_row", Values(specials=(INF, -INF), spacing=301)),
     ]
-    return axis_cases(keeps_axis=False) + [
+    # Columns whose every group starts past a vector boundary, so each group
+    # spans two vectors (sum_columns' shifted loads), over a short and a long
+    # leading axis.
+    columns_off_vectors = [
+        CorrectnessCase(named(f"axis_0_columns_off_vectors_{rows}", dtype),
+                        (spec((rows, 24), Offset(Contiguous(), 3)),), dtype, {"dim": 0})
+        for dtype in DTYPES
+        for rows in (40, 20000)
+    ]
+    return axis_cases(keeps_axis=False) + columns_off_vectors + [
         CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
         for dtype in DTYPES
         for name, values in extremes

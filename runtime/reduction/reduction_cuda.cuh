@@ -266,6 +266,43 @@ __device__ inline void load_floats(const T* source, float (&x)[kCount]) {
   }
 }
 
+// Calls fn(std::integral_constant<int, lead>) for a lead of 0 .. kCount - 1.
+template <int kCount, int kLead = 0, class Fn>
+__device__ inline void with_constant_lead(int lead, Fn&& fn) {
+  if constexpr (kLead < kCount) {
+    if (lead == kLead) {
+      fn(std::integral_constant<int, kLead>{});
+      return;
+    }
+    with_constant_lead<kCount, kLead + 1>(lead, fn);
+  }
+}
+
+// Loads the first `count` (1 .. kCount) of kCount consecutive elements that
+// start anywhere in an aligned kCount-element vector, as floats (0 past
+// count): the one or two aligned vectors holding them are read whole and the
+// elements shifted out, two instructions where loading them one by one took
+// up to kCount. A whole vector holding one of the elements never crosses a
+// page, so the bytes around them that it also reads cannot fault.
+template <int kCount, class T>
+__device__ inline void load_floats_unaligned(const T* source, int count, float (&x)[kCount]) {
+  using Word = typename AccessWord<sizeof(T) * kCount>::type;
+  const int lead =
+      static_cast<int>(reinterpret_cast<uintptr_t>(source) % sizeof(Word) / sizeof(T));
+  const Word* const vectors = reinterpret_cast<const Word*>(source - lead);
+  const Word low = vectors[0];
+  const Word high = lead + count > kCount ? vectors[1] : Word{};
+  T lanes[2 * kCount];
+  memcpy(lanes, &low, sizeof(Word));
+  memcpy(lanes + kCount, &high, sizeof(Word));
+  with_constant_lead<kCount>(lead, [&](auto shift) {
+#pragma unroll
+    for (int k = 0; k < kCount; ++k) {
+      x[k] = k < count ? to_float(lanes[decltype(shift)::value + k]) : 0.0f;
+    }
+  });
+}
+
 // kCount floats converted to T, as the access word that stores them together.
 template <int kCount, class T>
 __device__ inline typename AccessWord<sizeof(T) * kCount>::type pack_floats(
