@@ -5,6 +5,7 @@ the Python-backend hook and the cost of a prepared run."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import math
 import os
@@ -495,6 +496,38 @@ def test_python_backend_calls_are_kept_per_alignment_and_at_most_64(fake):
         ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
     assert len(ort.ops.PYTHON_BACKEND_CALLS) == ort.ops.PYTHON_BACKEND_CALLS.capacity == 64
 
+
+def test_python_backend_calls_dropped_destroy_their_kernels_once_unused(fake):
+    ort.ops.PYTHON_BACKEND_CALLS.clear()
+    for length in range(1, 71):
+        ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
+    gc.collect()
+    assert fake.calls.count(("destroyed", "copy")) == 70 - 64
+    # A kept call dropped while it runs (by another thread's eviction, here by its
+    # own run) is destroyed once the run is over, never during it.
+    destroyed_during_run = []
+    prepare = fake.prepare
+
+    def prepare_kernel_that_drops_its_call(op, plan, out, inputs, params):
+        kernel = prepare(op, plan, out, inputs, params)
+        run = kernel.run
+
+        def run_dropping_the_kept_calls(out, inputs, stream):
+            ort.ops.PYTHON_BACKEND_CALLS.clear()
+            gc.collect()
+            destroyed_during_run.append(fake.calls.count(("destroyed", "copy")))
+            run(out, inputs, stream)
+
+        kernel.run = run_dropping_the_kept_calls
+        return kernel
+
+    fake.prepare = prepare_kernel_that_drops_its_call
+    x = torch.randn(3)
+    ort.copy(x, backend="tilelang")  # made, run, then kept
+    ort.copy(x, backend="tilelang")  # the kept call, dropped during its run
+    gc.collect()
+    assert destroyed_during_run == [70, 70]
+    assert fake.calls.count(("destroyed", "copy")) == 71
 
 def test_calls_of_slopes_minus_zero_and_zero_keep_their_own_kernels(fake):
     x = torch.tensor([-1.0, 2.0])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 import numbers
 import textwrap
+import weakref
 from typing import Any, NamedTuple, Sequence
 
 import torch
@@ -337,11 +338,14 @@ def _on_device(device: torch.device, execute):
 class _PythonBackendCall:
     """ort.<op>() and <op>_() on a Python backend, for one call signature: the cpu
     descriptor that checks the call and the backend's kernel, made by the first
-    call of that signature and kept, holding no tensor between calls."""
+    call of that signature and kept, holding no tensor between calls. The kernel
+    is destroyed once the call is dropped (evicted or made anew) and no thread
+    still runs it: a finalizer, so an eviction never destroys a kernel in use."""
 
     def __init__(self, created: _Created):
         self._descriptor = created.descriptor
         self._kernel = created.kernel
+        weakref.finalize(self, created.kernel.destroy).atexit = False
         self._device_index = created.out.get_device()
         self._stream = tensors.stream_getter(created.device)
         self._execute = self._launch

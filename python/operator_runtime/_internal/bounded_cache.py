@@ -77,5 +77,9 @@ class BoundedCache(Generic[Value]):
         with self._lock:
             self._entries.pop(key, None)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
