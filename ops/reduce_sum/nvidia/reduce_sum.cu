@@ -4,9 +4,9 @@
 // Rows whose axis has stride 1 are read by a team per row, 16 bytes per access
 // whatever the row's length and start (MaskedRowWalk: a partial first or last
 // vector is read whole, the elements outside the row masked): a few lanes of a
-// warp for short rows, a whole block for long ones. Rows with partial vectors packed back
-// to back, of 768 bytes to 8 KiB each, are staged a span of rows at a time
-// through shared memory instead (sum_packed_rows). Other axes use ColumnTeams:
+// warp for short rows, a whole block for long ones. Rows with partial vectors
+// packed back to back, of 768 bytes to 8 KiB each, are staged a span of rows at
+// a time through shared memory instead (sum_packed_rows). Other axes use ColumnTeams:
 // neighbouring threads take neighbouring rows (16 bytes' worth of them per
 // thread when the rows are the contiguous inner dimension) and walk the axis
 // together, so a warp reads consecutive memory.
@@ -125,14 +125,16 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
           const bool inside = whole || i + u * step < end;
 #pragma unroll
           for (int k = 0; k < kVec; ++k) x[u][k] = 0.0f;
-          if (kAligned && inside) {
-            load_floats<kVec>(position, x[u]);
-          } else if (inside && sizeof(T) == 2) {
-            load_floats_unaligned<kVec>(position, count, x[u]);
-          } else if (inside) {
+          if (inside) {
+            if constexpr (kAligned) {
+              load_floats<kVec>(position, x[u]);
+            } else if constexpr (sizeof(T) == 2) {
+              load_floats_unaligned<kVec>(position, count, x[u]);
+            } else {
 #pragma unroll
-            for (int k = 0; k < kVec; ++k) {
-              if (k < count) x[u][k] = to_float(position[k]);
+              for (int k = 0; k < kVec; ++k) {
+                if (k < count) x[u][k] = to_float(position[k]);
+              }
             }
           }
         }
