@@ -498,13 +498,14 @@ def test_python_backend_calls_are_kept_per_alignment_and_at_most_64(fake):
 
 
 def test_python_backend_calls_dropped_destroy_their_kernels_once_unused(fake):
-    ort.ops.PYTHON_BACKEND_CALLS.clear()
+    ort.clear_descriptor_cache()
     for length in range(1, 71):
         ort.copy_(torch.empty(length), torch.randn(length), backend="tilelang")
     gc.collect()
     assert fake.calls.count(("destroyed", "copy")) == 70 - 64
-    # A kept call dropped while it runs (by another thread's eviction, here by its
-    # own run) is destroyed once the run is over, never during it.
+    # A kept call dropped while it runs (by another thread's eviction or
+    # clear_descriptor_cache, here by its own run) is destroyed once the run is
+    # over, never during it.
     destroyed_during_run = []
     prepare = fake.prepare
 
@@ -513,7 +514,7 @@ def test_python_backend_calls_dropped_destroy_their_kernels_once_unused(fake):
         run = kernel.run
 
         def run_dropping_the_kept_calls(out, inputs, stream):
-            ort.ops.PYTHON_BACKEND_CALLS.clear()
+            ort.clear_descriptor_cache()
             gc.collect()
             destroyed_during_run.append(fake.calls.count(("destroyed", "copy")))
             run(out, inputs, stream)

@@ -4,12 +4,14 @@ Every call looks up a descriptor by (operator, backend, device, dtypes,
 shapes, strides, parameters) and creates one on a miss; the cache keeps the
 most recently used ``capacity`` of them (256 unless set) and destroys the
 rest. It is thread-safe, and safe across ``fork()``. Prepared descriptors
-(``prepare_<op>``) are not in it: they live until destroyed.
+(``prepare_<op>``) are not in it: they live until destroyed. Calls on a Python
+backend (tilelang) keep their own descriptor and kernel per call signature
+(``ops.PYTHON_BACKEND_CALLS``); clearing empties both.
 """
 
 from __future__ import annotations
 
-from operator_runtime import _C
+from operator_runtime import _C, ops
 from operator_runtime.errors import InvalidArgumentError
 
 
@@ -19,8 +21,10 @@ def descriptor_cache_info() -> dict[str, int]:
 
 
 def clear_descriptor_cache() -> None:
-    """Destroys every cached descriptor (one executing now, once it finishes)."""
+    """Destroys every cached descriptor, and every kernel kept for a Python
+    backend's calls (one executing now, once it finishes)."""
     _C.cache_clear()
+    ops.PYTHON_BACKEND_CALLS.clear()
 
 
 def set_descriptor_cache_capacity(capacity: int) -> None:
