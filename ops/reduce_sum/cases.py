@@ -67,7 +67,15 @@ def correctness_cases() -> list[CorrectnessCase]:
         for dtype in DTYPES
         for rows in (40, 20000)
     ]
-    return axis_cases(keeps_axis=False) + columns_off_vectors + [
+    # Rows of exactly eight 16-byte vectors, summed four at a time by teams of
+    # eight lanes (sum_short_rows), in a row count that leaves a block's last
+    # teams past the end.
+    rows_of_8_vectors = [
+        CorrectnessCase(named("rows_of_8_vectors", dtype), (spec((1001, 128 // dtype.itemsize)),),
+                        dtype, {"dim": -1})
+        for dtype in DTYPES
+    ]
+    return axis_cases(keeps_axis=False) + columns_off_vectors + rows_of_8_vectors + [
         CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
         for dtype in DTYPES
         for name, values in extremes
