@@ -55,6 +55,12 @@ constexpr int kWarpRowsBlockThreads = 256;
 constexpr int kUnroll = 4;
 constexpr int kBlockTeamUnroll = 8;
 
+template <int kVec>
+__device__ inline void add_vector(float& sum, const float (&x)[kVec]) {
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) sum += x[k];
+}
+
 template <class Team, class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     sum_rows(ReductionPlan plan, Team team, int64_t groups, int64_t chunk, float* partials, T* out,
@@ -72,10 +78,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       const MaskedRowWalk<T, kWholeVectors> walk{input_walk<kVec, kWholeVectors>(plan, in, start)};
       for_each_vector<kVec, kRounds>(walk, 0.0f, begin, min(walk.end(), begin + chunk),
                                      team.member(), team.width(),
-                                     [&](int64_t, const float(&x)[kVec]) {
-#pragma unroll
-                                       for (int k = 0; k < kVec; ++k) sum += x[k];
-                                     });
+                                     [&](int64_t, const float(&x)[kVec]) { add_vector(sum, x); });
     }
     sum = team.reduce(sum, AddOp{});
     if (active && team.member() == 0) {
@@ -86,12 +89,6 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       }
     }
   }
-}
-
-template <int kVec>
-__device__ inline void add_vector(float& sum, const float (&x)[kVec]) {
-#pragma unroll
-  for (int k = 0; k < kVec; ++k) sum += x[k];
 }
 
 // Adds this member's vectors of each walk r (rows of equal length) into
