@@ -35,28 +35,53 @@ namespace gpu {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// An attribute of the current device: queried on the first call per device,
-// then read from a cache, so launches stay cheap and graph-capturable.
-template <cudaDeviceAttr kAttribute>
-oprt_status_t device_attribute(const char* op, int* value) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> cached[kMaxDevices];
+// A fact about the current device that `query(device, &value)` asks CUDA for:
+// asked on the first call per device, then read from `cache` (one slot per
+// device, 0 while unknown), so launches stay cheap and graph-capturable.
+constexpr int kMaxCachedDevices = 64;
+template <class Query>
+oprt_status_t cached_device_fact(const char* op, std::atomic<int> (&cache)[kMaxCachedDevices],
+                                 Query&& query, int* value) {
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
-  const bool cacheable = error == cudaSuccess && device >= 0 && device < kMaxDevices;
-  if (cacheable && cached[device].load(std::memory_order_relaxed) > 0) {
-    *value = cached[device].load(std::memory_order_relaxed);
+  const bool cacheable = error == cudaSuccess && device >= 0 && device < kMaxCachedDevices;
+  if (cacheable && cache[device].load(std::memory_order_relaxed) > 0) {
+    *value = cache[device].load(std::memory_order_relaxed);
     return OPRT_SUCCESS;
   }
   int queried = 0;
-  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&queried, kAttribute, device);
+  if (error == cudaSuccess) error = query(device, &queried);
   if (error != cudaSuccess) {
     return fail(OPRT_ERR_RUNTIME, "%s: cannot query the device: %s", op,
                 cudaGetErrorString(error));
   }
-  if (cacheable) cached[device].store(queried, std::memory_order_relaxed);
+  if (cacheable) cache[device].store(queried, std::memory_order_relaxed);
   *value = queried;
   return OPRT_SUCCESS;
+}
+
+template <cudaDeviceAttr kAttribute>
+oprt_status_t device_attribute(const char* op, int* value) {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  return cached_device_fact(
+      op, cache,
+      [](int device, int* queried) { return cudaDeviceGetAttribute(queried, kAttribute, device); },
+      value);
+}
+
+// Blocks of kKernel, launched with kThreads threads and no dynamic shared
+// memory, that one SM holds at once: fewer than its threads allow when the
+// kernel's registers run out first.
+template <auto kKernel, int kThreads>
+oprt_status_t resident_blocks_per_sm(const char* op, int* blocks) {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  return cached_device_fact(
+      op, cache,
+      [](int, int* queried) {
+        return cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            queried, reinterpret_cast<const void*>(kKernel), kThreads, 0);
+      },
+      blocks);
 }
 
 inline oprt_status_t multiprocessor_count(const char* op, int* count) {

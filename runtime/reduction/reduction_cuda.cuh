@@ -616,40 +616,61 @@ oprt_status_t dispatch_vector_width(int width, Fn&& fn) {
   return fn(std::integral_constant<int, 1>{});
 }
 
-// How a kernel covers the rows of one chunk index: `blocks` blocks of
-// `threads` threads, each block on `rows_per_block` rows.
+// How a kernel covers the rows of one chunk index: `blocks` blocks, each on
+// `rows_per_block` rows, of which one SM holds `blocks_per_sm` at once.
 struct RowBlocks {
   int64_t blocks;
   int64_t rows_per_block;
-  int threads;
+  int64_t blocks_per_sm;
 };
 
-// One block per row of stride 1, or ColumnTeams blocks of single rows otherwise.
+// An SM holds 2048 threads on the GPUs of interest; a kernel whose registers
+// run out first holds fewer blocks (resident_blocks_per_sm asks CUDA).
+constexpr int64_t kThreadsPerSm = 2048;
+
+// One block of kLongRowBlockThreads per row of stride 1, or ColumnTeams blocks
+// of single rows otherwise, each as many per SM as their threads allow.
 inline RowBlocks row_blocks(const ReductionPlan& plan) {
-  if (plan.in_axis_stride == 1) return RowBlocks{plan.rows, 1, kLongRowBlockThreads};
+  if (plan.in_axis_stride == 1) {
+    return RowBlocks{plan.rows, 1, kThreadsPerSm / kLongRowBlockThreads};
+  }
   const int64_t slots = column_slots(plan.rows);
-  return RowBlocks{ceil_div(plan.rows, slots), slots, kColumnBlockThreads};
+  return RowBlocks{ceil_div(plan.rows, slots), slots, kThreadsPerSm / kColumnBlockThreads};
 }
 
+// How many chunks prepare_split_rows cuts rows into, given the blocks that
+// fill the GPU's SMs once: enough to cover them all, the last wave partial
+// (kCoverOneWave), or as many as fit in them (kWithinOneWave). On the H100
+// (docs/performance.md, eleventh session) reduce_sum, its wave counted in the
+// blocks CUDA says an SM holds, ran up to 1.31x faster within it (leading axis
+// and few long rows, no point slower beyond run-to-run spread); softmax and
+// softmax_backward's online kernels lost with it (leading axis 2048 x 8192
+// 0.88-0.94x), so they cover it.
+enum class SplitRounding { kCoverOneWave, kWithinOneWave };
+
 // Sets plan->row_splits and returns the workspace for one `partial_bytes`
-// partial result per (row, chunk): when `shape` is too few blocks to keep every
-// SM streaming, rows are cut into chunks (each block still getting at least
-// kMinBlockElements elements) whose partial results meet in the workspace.
+// partial result per (row, chunk): when `shape` is too few blocks to fill the
+// GPU's SMs once, rows are cut into chunks (each block still getting at least
+// kMinBlockElements elements), as many as `rounding` says, whose partial
+// results meet in the workspace.
 inline oprt_status_t prepare_split_rows(const char* op, size_t partial_bytes, RowBlocks shape,
-                                        ReductionPlan* plan, size_t* workspace_bytes) {
+                                        SplitRounding rounding, ReductionPlan* plan,
+                                        size_t* workspace_bytes) {
   constexpr int64_t kMinBlockElements = 8192;
   constexpr int64_t kMaxSplits = 1024;
-  // About a full wave: an SM holds 2048 threads on the GPUs of interest.
-  constexpr int64_t kThreadsPerSm = 2048;
   int multiprocessors = 0;
   OPRT_RETURN_IF_ERROR(multiprocessor_count(op, &multiprocessors));
-  const int64_t wanted = kThreadsPerSm / shape.threads * multiprocessors;
+  const int64_t wave = shape.blocks_per_sm * multiprocessors;
   const int64_t min_chunk =
       std::max<int64_t>(kChunkQuantum, kMinBlockElements / shape.rows_per_block);
+  int64_t wanted_splits = 1;
+  if (shape.blocks > 0) {
+    wanted_splits = rounding == SplitRounding::kCoverOneWave ? ceil_div(wave, shape.blocks)
+                                                             : wave / shape.blocks;
+  }
   plan->row_splits = 1;
-  if (shape.blocks > 0 && shape.blocks < wanted && plan->row_length >= 2 * min_chunk) {
-    plan->row_splits =
-        std::min({ceil_div(wanted, shape.blocks), plan->row_length / min_chunk, kMaxSplits});
+  if (wanted_splits > 1 && plan->row_length >= 2 * min_chunk) {
+    plan->row_splits = std::min({wanted_splits, plan->row_length / min_chunk, kMaxSplits});
   }
   *workspace_bytes = plan->row_splits > 1
                          ? static_cast<size_t>(plan->rows * plan->row_splits) * partial_bytes

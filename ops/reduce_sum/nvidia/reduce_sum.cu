@@ -395,17 +395,31 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
   return check_launch("reduce_sum");
 }
 
-// Splits are chosen for the vector width a strided axis gets when aligned; an
-// unaligned launch has more blocks and needs no more splits.
+// Splits are chosen for the kernel an aligned launch runs (vector width and
+// whole vectors), counting the blocks of it an SM holds: an unaligned launch
+// has more blocks and needs no more splits.
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   RowBlocks shape = row_blocks(*plan);
-  if (plan->in_axis_stride != 1) {
-    const int64_t vec = kVectorBytes / static_cast<int64_t>(oprt_dtype_size(plan->dtype));
-    const int64_t columns = ceil_div(plan->rows, vec);
-    const int64_t slots = column_slots(columns);
-    shape = RowBlocks{ceil_div(columns, slots), slots * vec, kColumnBlockThreads};
-  }
-  return prepare_split_rows("reduce_sum", sizeof(float), shape, plan, workspace_bytes);
+  OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    int blocks_per_sm = 0;
+    if (plan->in_axis_stride == 1) {
+      OPRT_RETURN_IF_ERROR((resident_blocks_per_sm<&sum_rows<BlockTeam, T, kWide<T>, true>,
+                                                   kLongRowBlockThreads>("reduce_sum",
+                                                                         &blocks_per_sm)));
+      shape.blocks_per_sm = blocks_per_sm;
+    } else {
+      OPRT_RETURN_IF_ERROR(
+          (resident_blocks_per_sm<&sum_columns<T, kWide<T>, true>, kColumnBlockThreads>(
+              "reduce_sum", &blocks_per_sm)));
+      const int64_t columns = ceil_div(plan->rows, int64_t{kWide<T>});
+      const int64_t slots = column_slots(columns);
+      shape = RowBlocks{ceil_div(columns, slots), slots * kWide<T>, blocks_per_sm};
+    }
+    return OPRT_SUCCESS;
+  }));
+  return prepare_split_rows("reduce_sum", sizeof(float), shape, SplitRounding::kWithinOneWave,
+                            plan, workspace_bytes);
 }
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,

@@ -826,7 +826,8 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
     }
   }
 #endif
-  return prepare_split_rows("softmax", sizeof(MaxSum), row_blocks(*plan), plan, workspace_bytes);
+  return prepare_split_rows("softmax", sizeof(MaxSum), row_blocks(*plan),
+                            SplitRounding::kCoverOneWave, plan, workspace_bytes);
 }
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,
