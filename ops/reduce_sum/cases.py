@@ -67,6 +67,16 @@ def correctness_cases() -> list[CorrectnessCase]:
         for dtype in DTYPES
         for rows in (40, 20000)
     ]
+    # Short leading axes over many columns, where sum_columns' teams shrink to
+    # 1, 2 and 4 threads and a block takes up to 256 column groups: odd column
+    # counts (a partial last block, groups shifted), whole vectors, and lines
+    # of columns repeated along an outer dimension.
+    short_axis_many_columns = [
+        CorrectnessCase(named(f"short_axis_{name}", dtype), (spec(shape),), dtype, {"dim": dim})
+        for dtype in DTYPES
+        for name, shape, dim in (("7_x_3001", (7, 3001), 0), ("33_x_1027", (33, 1027), 0),
+                                 ("100_x_1000", (100, 1000), 0), ("20_in_lines", (3, 20, 515), 1))
+    ]
     # Rows of exactly eight 16-byte vectors, summed four at a time by teams of
     # eight lanes (sum_short_rows), in a row count that leaves a block's last
     # teams past the end.
@@ -75,11 +85,13 @@ def correctness_cases() -> list[CorrectnessCase]:
                         dtype, {"dim": -1})
         for dtype in DTYPES
     ]
-    return axis_cases(keeps_axis=False) + columns_off_vectors + rows_of_8_vectors + [
+    extreme_rows = [
         CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
         for dtype in DTYPES
         for name, values in extremes
     ]
+    return (axis_cases(keeps_axis=False) + columns_off_vectors + short_axis_many_columns
+            + rows_of_8_vectors + extreme_rows)
 
 
 def api_error_cases():
