@@ -570,13 +570,18 @@ inline int64_t chunk_length(int64_t row_length, int64_t splits) {
   return ceil_div(ceil_div(row_length, splits), kChunkQuantum) * kChunkQuantum;
 }
 
-// Rows per ColumnTeams block: up to a warp of neighbouring rows.
-inline int column_slots(int64_t rows) { return next_pow2(std::min<int64_t>(rows, kWarpSize)); }
+// Rows per ColumnTeams block: up to `most` neighbouring rows (a power of two),
+// a warp's worth unless an operator sizes its teams otherwise.
+inline int column_slots(int64_t rows, int64_t most = kWarpSize) {
+  return next_pow2(std::min<int64_t>(rows, most));
+}
 
-inline dim3 column_block(int64_t rows) {
-  const int slots = column_slots(rows);
+// A ColumnTeams block of `slots` rows side by side, its other threads along the axis.
+inline dim3 column_block_of(int slots) {
   return dim3(static_cast<unsigned>(slots), static_cast<unsigned>(kColumnBlockThreads / slots));
 }
+
+inline dim3 column_block(int64_t rows) { return column_block_of(column_slots(rows)); }
 
 // Elements of T in one vector access.
 template <class T>

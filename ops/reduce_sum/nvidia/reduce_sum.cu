@@ -68,10 +68,12 @@ constexpr int kBlockTeamUnroll = 8;
 constexpr int64_t kColumnPositionsPerThread = 16;
 
 inline int sum_columns_slots(int64_t groups, int64_t length) {
+  // The largest power of two <= length / kColumnPositionsPerThread, within 1 and
+  // the team a warp's worth of slots leaves.
   const int64_t team_rows =
       std::clamp<int64_t>(next_pow2(length / kColumnPositionsPerThread + 1) / 2, 1,
                           kColumnBlockThreads / kWarpSize);
-  return next_pow2(std::min<int64_t>(groups, kColumnBlockThreads / team_rows));
+  return column_slots(groups, kColumnBlockThreads / team_rows);
 }
 
 template <int kVec>
@@ -346,9 +348,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
       constexpr int kVec = decltype(vec)::value;
       const int64_t line = kVec == 1 ? 1 : plan.row_offsets.sizes[0];
       const int64_t column_groups = plan.rows / line * ceil_div(line, int64_t{kVec});
-      const int slots = sum_columns_slots(column_groups, plan.row_length);
-      const dim3 block(static_cast<unsigned>(slots),
-                       static_cast<unsigned>(kColumnBlockThreads / slots));
+      const dim3 block = column_block_of(sum_columns_slots(column_groups, plan.row_length));
       const int64_t groups = ceil_div(column_groups, block.x);
       sum_columns<T, kVec, decltype(aligned)::value>
           <<<row_grid(groups, plan.row_splits), block, 0, stream>>>(plan, groups, chunk, partials,
@@ -420,7 +420,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
 // whole vectors), counting the blocks of it an SM holds: an unaligned launch
 // has more blocks and needs no more splits.
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
-  RowBlocks shape = row_blocks(*plan);
+  RowBlocks shape{};
   OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int blocks_per_sm = 0;
@@ -428,7 +428,7 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
       OPRT_RETURN_IF_ERROR((resident_blocks_per_sm<&sum_rows<BlockTeam, T, kWide<T>, true>,
                                                    kLongRowBlockThreads>("reduce_sum",
                                                                          &blocks_per_sm)));
-      shape.blocks_per_sm = blocks_per_sm;
+      shape = RowBlocks{plan->rows, 1, blocks_per_sm};
     } else {
       OPRT_RETURN_IF_ERROR(
           (resident_blocks_per_sm<&sum_columns<T, kWide<T>, true>, kColumnBlockThreads>(
