@@ -13,7 +13,10 @@
   width) tile of neighbouring columns into per-lane partial sums, and reduces
   the lanes along n at the end. Reads are along the contiguous inner columns,
   so no transposing copy is needed; with several splits (few columns, long n)
-  out is f32 partial sums that the same kernel then sums along splits.
+  out is f32 partial sums that the same kernel then sums along splits. The
+  tile holds the input's dtype, and with vectors each thread a whole vector of
+  a row (tiles.column_layout): TileLang's own layout for an f32 tile gave each
+  thread four columns, 8-byte loads of 16-bit inputs.
 
 `<kernel>_eager` is the kernel itself (tensors typed inside its body);
 `<kernel>_lazy` a factory returning it as a `T.prim_func`; the tilelang backend
@@ -24,7 +27,7 @@ import tilelang
 import tilelang.language as T
 
 from operator_runtime.tilelang.registry import register
-from operator_runtime.tilelang.tiles import load_columns, load_rows
+from operator_runtime.tilelang.tiles import column_layout, load_columns, load_rows
 
 
 @T.macro
@@ -66,15 +69,18 @@ def sum_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch):
     splits = out.shape[1]
     with T.Kernel(T.ceildiv(iv * vec, width), outer, splits, threads=threads) as (c, o, s):
         per_split = T.ceildiv(n, splits)
-        tile = T.alloc_fragment((block_m, width), "float32")
+        tile = T.alloc_fragment((block_m, width), input.dtype)
         lanes = T.alloc_fragment((block_m, width), "float32")
         total = T.alloc_fragment((width,), "float32")
+        if vec > 1:
+            T.annotate_layout({tile: column_layout(block_m, width, vec, threads),
+                               lanes: column_layout(block_m, width, vec, threads)})
         T.fill(lanes, 0)
         for k in T.serial(T.ceildiv(per_split, block_m)):
             first = s * per_split + k * block_m
-            load_columns(input, tile, o, first, c * width, T.min(n, (s + 1) * per_split), iv, vec, T.float32(0))
+            load_columns(input, tile, o, first, c * width, T.min(n, (s + 1) * per_split), iv, vec, T.Cast(input.dtype, 0))
             for i, j in T.Parallel(block_m, width):
-                lanes[i, j] += tile[i, j]
+                lanes[i, j] += T.Cast("float32", tile[i, j])
         T.reduce_sum(lanes, total, dim=0, batch=batch)
         for j in T.Parallel(width):
             if (c * width + j) // vec < iv:

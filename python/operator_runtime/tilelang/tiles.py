@@ -85,15 +85,28 @@ def store_rows(tile, out, row, first_vector, m, nv, vec):
 
 @T.macro
 def load_columns(x, tile, outer, first_row, first_column, n, iv, vec, fill):
-    """tile[k, j] = x[outer, first_row + k, column first_column + j] as f32
-    (x is (outer, n, iv, vec), columns count elements), or `fill` past it."""
+    """tile[k, j] = x[outer, first_row + k, column first_column + j] in tile's
+    dtype (x is (outer, n, iv, vec), columns count elements), or `fill` past it."""
     block_k, width = tile.shape
     for k, j in T.Parallel(block_k, width):
         tile[k, j] = T.if_then_else(
             first_row + k < n and (first_column + j) // vec < iv,
-            T.Cast("float32", x[outer, first_row + k, (first_column + j) // vec, j % vec]),
+            T.Cast(tile.dtype, x[outer, first_row + k, (first_column + j) // vec, j % vec]),
             fill,
         )
+
+
+def column_layout(block_m, width, vec, threads):
+    """A (block_m, width) column tile's fragment layout: each thread holds whole
+    vec-element vectors of consecutive columns (16-byte loads), the threads of
+    a row group side by side across the width, row groups stacked."""
+    lanes_per_row = width // vec
+    row_groups = threads // lanes_per_row
+
+    def forward(i, j):
+        return (i % row_groups) * lanes_per_row + j // vec, (i // row_groups) * vec + j % vec
+
+    return T.Fragment((block_m, width), forward_fn=forward)
 
 
 @T.macro
