@@ -57,18 +57,17 @@ ROW_ELEMENTS_PER_THREAD = 32
 # A row block has at least this many threads (blocks of one warp per row were
 # measured slower on the H200: fewer bytes in flight per SM).
 ROW_THREADS = 128
-# Column kernels: a block reads (threads, elements) per step, of `width`
-# neighbouring columns (the narrowest of COLUMN_WIDTHS holding them): in
-# 16-byte vectors, each thread a vector of a row (tiles.column_layout), 256
-# threads and 8192 elements; one element at a time, 128 threads and 2048.
-# Measured on the H100 against 128 threads and 2048 elements for vectors too,
-# x the nvidia backend: 8192x8192 along dim 0 f32 0.91 -> 0.92, bf16 0.85 ->
-# 0.87; 1000x131072 bf16 0.82 -> 0.89; 64x2048x1024 bf16 along dim 1 0.77 ->
-# 0.88. One element at a time, the larger tiles lost (100x1342177 bf16 0.35 ->
-# 0.26).
+# Column kernels: a block of `threads` reads `elements` per step, of `width`
+# neighbouring columns (the narrowest of COLUMN_WIDTHS holding them):
+# COLUMN_TILE, and SUM_COLUMN_VECTOR_TILE for reduce_sum's in 16-byte vectors
+# (each thread a vector of a row, tiles.column_layout). Measured on the H100
+# against COLUMN_TILE there, x the nvidia backend: 8192x8192 along dim 0 f32
+# 0.91 -> 0.92, bf16 0.85 -> 0.87; 1000x131072 bf16 0.82 -> 0.89; 64x2048x1024
+# bf16 along dim 1 0.77 -> 0.88. One element at a time the larger tile lost
+# (100x1342177 bf16 0.35 -> 0.26).
 COLUMN_WIDTHS = (16, 64, 256)
-COLUMN_VECTOR_TILE = (256, 8192)
-COLUMN_ELEMENT_TILE = (128, 2048)
+COLUMN_TILE = (128, 2048)
+SUM_COLUMN_VECTOR_TILE = (256, 8192)
 # softmax's combine reads this many chunks' statistics per block.
 COMBINE_WIDTH = 1024
 COMBINE_THREADS = 128
@@ -130,10 +129,12 @@ def chunk_tile(op: str, width: int, vec: int) -> dict:
     return tile
 
 
-def column_tile(width: int, vec: int) -> dict:
-    """The tile shape for `width` neighbouring columns (one of COLUMN_WIDTHS);
-    `batch`: the columns each thread holds, reduced by one batched all-reduce."""
-    threads, elements = COLUMN_VECTOR_TILE if vec > 1 else COLUMN_ELEMENT_TILE
+def column_tile(op: str, width: int, vec: int) -> dict:
+    """The tile shape of op's column kernel for `width` neighbouring columns (one
+    of COLUMN_WIDTHS); `batch`: the columns each thread holds, reduced by one
+    batched all-reduce."""
+    sums_vectors = OPERATORS[op].kind == Kind.REDUCTION and vec > 1
+    threads, elements = SUM_COLUMN_VECTOR_TILE if sums_vectors else COLUMN_TILE
     columns_per_thread = vec * max(1, width // vec // threads)
     return {"block_m": elements // width, "width": width, "vec": vec, "threads": threads, "batch": columns_per_thread}
 
@@ -160,10 +161,10 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
         found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in ROW_WIDTHS]
         if "columns" in registered:
             outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
-            found += [(op, "columns", {"dtype": dtype, **out, **column_tile(w, vec)})
+            found += [(op, "columns", {"dtype": dtype, **out, **column_tile(op, w, vec)})
                       for w in COLUMN_WIDTHS if w >= vec for out in outs]
             if extra and vec == 1:  # the second level, summing f32 splits
-                found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(w, 1)})
+                found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(op, w, 1)})
                           for w in COLUMN_WIDTHS]
         for width in CHUNK_WIDTHS if recipe else ():
             tile = chunk_tile(op, width, vec)
@@ -407,7 +408,7 @@ class ColumnsRun:
 
     def __init__(self, op: str, kernels: Kernels, outer: int, n: int, inner: int, vec: int):
         self.op, self.outer, self.n, self.inner, self.vec = op, outer, n, inner, vec
-        tile = column_tile(_bucket(COLUMN_WIDTHS, inner), vec)
+        tile = column_tile(op, _bucket(COLUMN_WIDTHS, inner), vec)
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
         dtype = kernels.dtype
         if not self.reduces:
@@ -420,7 +421,7 @@ class ColumnsRun:
         self.kernel = kernels.get("columns", dtype=dtype, out_dtype=out_dtype, **tile)
         if self.splits > 1:
             self.finish = kernels.get("columns", dtype="float32", out_dtype=dtype,
-                                      **column_tile(tile["width"], 1))
+                                      **column_tile(op, tile["width"], 1))
 
     def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         iv = self.inner // self.vec
