@@ -349,6 +349,29 @@ def test_import_does_not_import_tilelang():
     assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ)).returncode == 0
 
 
+def test_publishing_the_backend_table_asks_no_python_backend():
+    # Asking TileLang whether it can run imports it, and `import operator_runtime`
+    # publishes the table (installing the tilelang backend, unprobed): resolve's
+    # error message for an unavailable native slot, which lists the available
+    # backends, was once built there, importing TileLang on every GPU host that had it.
+    asked = []
+
+    class CountsQuestions(_FakePythonBackend):
+        def available(self):
+            asked.append("available")
+            return True
+
+    registered = ort.backends.python_backend("tilelang")
+    try:
+        ort.register_python_backend("tilelang", CountsQuestions())
+        assert asked == ["available"]  # register_python_backend's own probe
+        ort.set_default_backend("cpu")
+        ort.set_default_backend(None)
+        assert asked == ["available"]
+    finally:
+        ort.register_python_backend("tilelang", registered)
+
+
 def test_import_refuses_another_torch_release_before_loading_the_binding():
     # _C binds to the C++ API of the torch release it was built against (_build_info).
     code = (

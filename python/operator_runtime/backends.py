@@ -10,7 +10,7 @@ calls "cuda").
 
 from __future__ import annotations
 
-from typing import Hashable, Protocol, Sequence
+from typing import Callable, Hashable, Protocol, Sequence
 
 import torch
 
@@ -75,6 +75,12 @@ _PROTOCOL_METHODS = ("available", "unavailable_reason", "runs_on", "prepare_key"
 def register_python_backend(name: str, backend: PythonBackend) -> None:
     """Installs the implementation behind a Python backend name ("tilelang"); one
     whose available() raises is not installed (the one before stays)."""
+    _install_python_backend(name, backend, probe=True)
+
+
+def _install_python_backend(name: str, backend: PythonBackend, probe: bool) -> None:
+    """register_python_backend; without `probe`, backend.available() is not asked
+    (the package's own tilelang backend at import: asking it imports TileLang)."""
     if name in NATIVE_BACKEND_CODES or name not in BACKEND_NAMES:
         raise InvalidArgumentError(f"{name!r} is not a Python backend name")
     missing = [method for method in _PROTOCOL_METHODS if not callable(getattr(backend, method, None))]
@@ -86,6 +92,8 @@ def register_python_backend(name: str, backend: PythonBackend) -> None:
     previous = _python_backends.get(name)
     _python_backends[name] = backend
     try:
+        if probe:
+            backend.available()
         _publish_backend_table()
     except BaseException:
         if previous is None:
@@ -158,27 +166,44 @@ def _backend_for_device(device: torch.device) -> str:
 
 def resolve(op: str, backend: str | None, device: torch.device) -> str:
     """The backend to run op on tensors of device, checked to be usable."""
+    name, error = _resolution(backend, device)
+    if error is not None:
+        raise error(op)
+    return name
+
+
+def _resolution(
+    backend: str | None, device: torch.device
+) -> tuple[str, Callable[[str], OperatorRuntimeError] | None]:
+    """The backend resolve picks for tensors of device, and, when it cannot run
+    them, what makes resolve's error for an op. The error is made only when
+    raised: its message asks every backend whether it is available, and asking
+    TileLang imports it (_publish_backend_table, at import, only needs the name)."""
     name = backend or _default_backend or _backend_for_device(device)
     check_name(name)
     # One look at the registrations, which another thread may change meanwhile.
     python_backend = _python_backends.get(name)
     native = name in NATIVE_BACKEND_CODES
     if not (is_available(name) if native else python_backend is not None and python_backend.available()):
-        if name == "tilelang" and python_backend is None:
-            raise NotSupportedError("tilelang backend is not available in this build")
-        if python_backend is not None:
-            raise NotSupportedError(
-                f"{op}: backend {name!r} is not available: {python_backend.unavailable_reason()}"
+
+        def unavailable(op: str) -> OperatorRuntimeError:
+            if name == "tilelang" and python_backend is None:
+                return NotSupportedError("tilelang backend is not available in this build")
+            if python_backend is not None:
+                return NotSupportedError(
+                    f"{op}: backend {name!r} is not available: {python_backend.unavailable_reason()}"
+                )
+            return NotSupportedError(
+                f"{op}: backend {name!r} is not available: it is not built into this runtime "
+                f"or has no device (available: {', '.join(available_backends())})"
             )
-        raise NotSupportedError(
-            f"{op}: backend {name!r} is not available: it is not built into this runtime "
-            f"or has no device (available: {', '.join(available_backends())})"
-        )
+
+        return name, unavailable
     runs = device.type == _DEVICE_TYPE[name] if native else python_backend.runs_on(device)
     if not runs:
         needs = f"; it needs {_DEVICE_TYPE[name]} tensors" if name in _DEVICE_TYPE else ""
-        raise InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
-    return name
+        return name, lambda op: InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
+    return name, None
 
 
 
@@ -200,10 +225,11 @@ def _publish_backend_table() -> None:
         for name in _KERNEL_BACKEND_SLOTS:
             for device_type in ("cpu", "cuda"):
                 try:
-                    resolved = resolve("", name, torch.device(device_type))
+                    resolved, error = _resolution(name, torch.device(device_type))
                 except OperatorRuntimeError:
-                    resolved = None  # the Python path raises the error with the call's op
-                codes.append(NATIVE_BACKEND_CODES.get(resolved, -1))
+                    resolved, error = None, None
+                # -1: the Python path runs the call, or raises its error with the call's op.
+                codes.append(NATIVE_BACKEND_CODES.get(resolved, -1) if error is None else -1)
         _C.set_backend_table(codes)
 
 

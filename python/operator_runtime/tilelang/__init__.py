@@ -13,7 +13,7 @@ asked whether it is available on a machine with a CUDA device, or first used;
 `import operator_runtime` never imports it. See docs/tilelang.md.
 """
 
-from operator_runtime.backends import register_python_backend
+from operator_runtime.backends import _install_python_backend
 from operator_runtime.tilelang.backend import TileLangBackend, warm
 from operator_runtime.tilelang.compiler import (
     CACHE_DIR_ENV,
@@ -26,7 +26,8 @@ from operator_runtime.tilelang.compiler import (
     set_style,
 )
 
-register_python_backend("tilelang", TileLangBackend())
+# Not probed: asking whether TileLang can run imports it (at first use instead).
+_install_python_backend("tilelang", TileLangBackend(), probe=False)
 
 __all__ = [
     "CACHE_DIR_ENV",
