@@ -344,9 +344,17 @@ def test_tilelang_is_registered_and_says_why_it_cannot_run():
         ort.copy(torch.ones(2), backend="tilelang")
 
 
-def test_import_does_not_import_tilelang():
+def test_import_does_not_import_tilelang(tmp_path):
     code = "import sys, operator_runtime; sys.exit('tilelang' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], env=dict(os.environ)).returncode == 0
+    # As on a GPU host with TileLang installed, wherever this runs: a CUDA device
+    # reported and a package named tilelang importable (asking the backend whether
+    # it can run would import it).
+    (tmp_path / "tilelang").mkdir()
+    (tmp_path / "tilelang" / "__init__.py").write_text("")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    code = "import sys, torch; torch.cuda.is_available = lambda: True\n" + code
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
 
 
 def test_publishing_the_backend_table_asks_no_python_backend():
