@@ -202,7 +202,9 @@ def _resolution(
     runs = device.type == _DEVICE_TYPE[name] if native else python_backend.runs_on(device)
     if not runs:
         needs = f"; it needs {_DEVICE_TYPE[name]} tensors" if name in _DEVICE_TYPE else ""
-        return name, lambda op: InvalidArgumentError(f"{op}: backend {name!r} cannot run tensors on {device}{needs}")
+        return name, lambda op: InvalidArgumentError(
+            f"{op}: backend {name!r} cannot run tensors on {device}{needs}"
+        )
     return name, None
 
 
@@ -224,12 +226,13 @@ def _publish_backend_table() -> None:
         codes = []
         for name in _KERNEL_BACKEND_SLOTS:
             for device_type in ("cpu", "cuda"):
+                # -1: the Python path runs the call, or raises its error with the call's op.
                 try:
                     resolved, error = _resolution(name, torch.device(device_type))
+                    code = -1 if error else NATIVE_BACKEND_CODES.get(resolved, -1)
                 except OperatorRuntimeError:
-                    resolved, error = None, None
-                # -1: the Python path runs the call, or raises its error with the call's op.
-                codes.append(NATIVE_BACKEND_CODES.get(resolved, -1) if error is None else -1)
+                    code = -1
+                codes.append(code)
         _C.set_backend_table(codes)
 
 
