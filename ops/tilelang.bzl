@@ -1,8 +1,8 @@
 """The tilelang backend's targets of one operator (called by oprt_operator in defs.bzl).
 
-ops/<op>/tilelang/<op>.py holds the operator's TileLang kernels (`<op>_eager`
-and `<op>_lazy`); python/operator_runtime/tilelang/ runs them for
-backend="tilelang".
+ops/<op>/tilelang/<op>.py holds the operator's TileLang kernels, each in two
+styles (`<kernel>_eager` and `<kernel>_lazy`); python/operator_runtime/tilelang/
+runs them for backend="tilelang".
 """
 
 load("@rules_python//python:defs.bzl", "py_library", "py_test")

@@ -27,8 +27,10 @@ class RecordingKernels:
         self.dtype = dtype
         self.multiprocessors = 132
         self.launches: list[tuple[str, list[tuple]]] = []
+        self.compiled: list[tuple[str, dict]] = []
 
     def get(self, name: str, op: str | None = None, **consts):
+        self.compiled.append((name, consts))
         def launch(*args):
             self.launches.append((name, [(tuple(a.shape), a.stride(), a.data_ptr()) for a in args
                                          if isinstance(a, torch.Tensor)]))
@@ -113,3 +115,57 @@ def test_a_run_after_destroy_is_refused():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", *sys.argv[1:]]))
+
+
+def added(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, kernels: RecordingKernels) -> None:
+    """Runs vector_add(a, b) into out through the tilelang host side on kernels."""
+    with ort.prepare_vector_add(out, a, b, backend="cpu") as p:
+        run = backend.FlatRun(p._descriptor.plan, kernels, [], out.element_size())
+    backend.TileLangKernel("vector_add", run).run(out, [a, b], 0)
+
+
+def test_broadcast_inputs_run_in_place_as_outer_rows_and_vectors():
+    # A row added to every row of a matrix: b read in place, repeated along the rows.
+    kernels = RecordingKernels()
+    a, b, out = torch.randn(8, 64), torch.randn(1, 64), torch.empty(8, 64)
+    added(out, a, b, kernels)
+    assert kernels.compiled[-1] == ("broadcast", {"dtype": "float32", "vec": 4, "constant_inner": (False, False)})
+    assert kernels.launches == [("broadcast", [((1, 8, 16, 4), (512, 64, 4, 1), a.data_ptr()),
+                                               ((1, 1, 16, 4), (64, 64, 4, 1), b.data_ptr()),
+                                               ((1, 8, 16, 4), (512, 64, 4, 1), out.data_ptr())])]
+    # A per-channel bias of an (n, c, hw) tensor: constant along the inner dim, one element each.
+    kernels = RecordingKernels()
+    a, b, out = torch.randn(4, 6, 32, dtype=torch.bfloat16), torch.randn(1, 6, 1, dtype=torch.bfloat16), \
+        torch.empty(4, 6, 32, dtype=torch.bfloat16)
+    added(out, a, b.expand(4, 6, 32), kernels)
+    assert kernels.compiled[-1][1]["constant_inner"] == (False, True)
+    assert kernels.launches[0][1][1] == ((1, 6, 1, 1), (6, 1, 1, 1), b.data_ptr())
+    assert kernels.launches[0][1][2][:2] == ((4, 6, 4, 8), (192, 32, 8, 1))
+    # A scalar added to a vector, and a column repeated along the rows of a matrix.
+    kernels = RecordingKernels()
+    a, b, out = torch.randn(1000), torch.randn(1), torch.empty(1000)
+    added(out, a, b, kernels)
+    assert [args[1][:2] for _, args in kernels.launches] == [((1, 1, 1, 1), (1, 1, 1, 1))]
+    kernels = RecordingKernels()
+    a, b, out = torch.randn(1, 64), torch.randn(8, 1), torch.empty(8, 64)
+    added(out, a, b, kernels)
+    assert kernels.compiled[-1][1]["constant_inner"] == (False, True)
+    assert [args[:2] for args in [arg[:2] for arg in kernels.launches[0][1]]] == [
+        ((1, 1, 16, 4), (64, 64, 4, 1)), ((1, 8, 1, 1), (8, 1, 1, 1)), ((1, 8, 16, 4), (512, 64, 4, 1))]
+
+
+@pytest.mark.parametrize("layout", ["odd_inner", "strided", "misaligned", "four_dims"])
+def test_other_broadcast_layouts_are_gathered_first(layout):
+    kernels = RecordingKernels()
+    if layout == "odd_inner":  # 63 f32 per row: rows are not whole 16-byte vectors
+        a, b = torch.randn(8, 63), torch.randn(1, 63)
+    elif layout == "strided":  # a column of a wider matrix is neither dense nor repeated
+        a, b = torch.randn(8, 128)[:, :64], torch.randn(1, 64)
+    elif layout == "misaligned":
+        a, b = torch.randn(8 * 64 + 1)[1:].view(8, 64), torch.randn(1, 64)
+    else:  # repeats alternating over four dims
+        a, b = torch.randn(2, 1, 3, 1).expand(2, 5, 3, 8), torch.randn(1, 5, 1, 8)
+    out = torch.empty(torch.broadcast_shapes(a.shape, b.shape))
+    added(out, a, b, kernels)
+    (name, args), = kernels.launches
+    assert name == "flat" and args[1][2] not in (a.data_ptr(), b.data_ptr())  # b read from a copy

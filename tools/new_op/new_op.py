@@ -287,6 +287,11 @@ def declaration(request: Request) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _python_tuple(names: list[str]) -> str:
+    """Python source of a tuple of these names: `()`, `(x,)`, `(a, b)`."""
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
+
+
 def substitutions(request: Request) -> dict[str, str]:
     op, kind = request.name, request.kind
     # The inputs' names in the op table, in Python and in C, and in the functor.
@@ -294,6 +299,7 @@ def substitutions(request: Request) -> dict[str, str]:
     functor_inputs = ["x"] if table_inputs == [DEFAULT_INPUT] else table_inputs
     param_names = [name for name, _ in request.params]
     params_dict = "{" + ", ".join(f'"{name}": {default!r}' for name, default in request.params) + "}"
+    no_constant_inner = _python_tuple(["False"] * len(table_inputs))
     values = {
         "op": op,
         "Op": camel_case(op),
@@ -307,8 +313,10 @@ def substitutions(request: Request) -> dict[str, str]:
         "functor_params": ", ".join("float " + name for name in functor_inputs),
         "placeholder": functor_inputs[0],
         "placeholder_tensor": table_inputs[0],
-        "tilelang_element_params": ", ".join(["i", *table_inputs, "out", *param_names]),
-        "tilelang_operands": ", ".join([*table_inputs, "out", *param_names]),
+        "tilelang_value_params": ", ".join([*table_inputs, *param_names]),
+        "tilelang_inputs": _python_tuple(table_inputs),
+        "tilelang_scalars": _python_tuple(param_names),
+        "tilelang_no_constant_inner": no_constant_inner,
         "tilelang_eager_params": ", ".join(
             [*table_inputs, "out", *(f"{name}: T.float32" for name in param_names), 'dtype="float32"']
         ),
@@ -318,6 +326,20 @@ def substitutions(request: Request) -> dict[str, str]:
         "tilelang_lazy_params": ", ".join(
             [*(f"{name}: T.Tensor((n,), dtype)" for name in [*table_inputs, "out"]),
              *(f"{name}: T.float32" for name in param_names)]
+        ),
+        "tilelang_broadcast_eager_params": ", ".join(
+            [*table_inputs, "out", *(f"{name}: T.float32" for name in param_names), 'dtype="float32"', "vec=4",
+             f"constant_inner={no_constant_inner}"]
+        ),
+        "tilelang_broadcast_eager_declarations": "\n".join(
+            f'    {name}: T.Tensor[broadcast_shape("{name}", vec, constant_inner[{i}]), dtype]'
+            for i, name in enumerate(table_inputs)
+        ),
+        "tilelang_broadcast_lazy_params": "\n".join(
+            [*(f'        {name}: T.Tensor(broadcast_shape("{name}", vec, constant_inner[{i}]), dtype),'
+               for i, name in enumerate(table_inputs)),
+             '        out: T.Tensor(broadcast_shape("out", vec, False), dtype),',
+             *(f"        {name}: T.float32," for name in param_names)]
         ),
         "reference_params": ", ".join(
             [*(f"{name}: torch.Tensor" for name in table_inputs),

@@ -174,9 +174,14 @@ def test_elementwise_files():
     cases = files[Path("ops/gelu/cases.py")]
     assert 'raise NotImplementedError("gelu: not implemented' in cases
     tilelang = files[Path("ops/gelu/tilelang/gelu.py")]
-    assert 'raise NotImplementedError("gelu: not implemented: write its TileLang element' in tilelang
-    assert "def gelu_eager(input, out, dtype=\"float32\"):" in tilelang
-    assert "def gelu_lazy(input: T.Tensor((n,), dtype), out: T.Tensor((n,), dtype)):" in tilelang
+    assert 'raise NotImplementedError("gelu: not implemented: write its TileLang value' in tilelang
+    assert "def gelu(input):" in tilelang
+    assert "def flat_eager(input, out, dtype=\"float32\"):" in tilelang
+    assert "def flat_lazy(input: T.Tensor((n,), dtype), out: T.Tensor((n,), dtype)):" in tilelang
+    assert 'def broadcast_eager(input, out, dtype="float32", vec=4, constant_inner=(False,)):' in tilelang
+    assert 'def broadcast_lazy(dtype="float32", vec=4, constant_inner=(False,)):' in tilelang
+    assert tilelang.count("elementwise_kernel(n, gelu, out, (input,), ())") == 2
+    assert tilelang.count("broadcast_kernel(gelu, out, (input,), (), vec)") == 2
     assert "elementwise_cases(num_inputs=1, params={})" in cases
 
 
@@ -185,8 +190,12 @@ def test_two_input_elementwise_names_its_inputs_a_and_b():
     assert 'inputs = ["a", "b"],' in files[Path("ops/mul/BUILD.bazel")]
     assert "operator()(float a, float b)" in files[Path("ops/mul/mul_functor.h")]
     tilelang = files[Path("ops/mul/tilelang/mul.py")]
-    assert "def mul_element(i, a, b, out):" in tilelang
+    assert "def mul(a, b):" in tilelang
     assert "    a: T.Tensor[[n], dtype]\n    b: T.Tensor[[n], dtype]\n" in tilelang
+    assert (
+        '    a: T.Tensor[broadcast_shape("a", vec, constant_inner[0]), dtype]\n'
+        '    b: T.Tensor[broadcast_shape("b", vec, constant_inner[1]), dtype]\n'
+    ) in tilelang
     assert "def reference(a: torch.Tensor, b: torch.Tensor)" in files[Path("ops/mul/cases.py")]
 
 
@@ -204,11 +213,18 @@ def test_named_inputs_and_a_parameter_reach_every_file():
     assert 'elementwise_cases(num_inputs=2, params={"negative_slope": 0.0})' in cases
     assert 'BenchmarkCase(named(name, dtype), (shape,) * 2, dtype, {"negative_slope": 0.0})' in cases
     tilelang = files[folder / "tilelang/relu_backward.py"]
-    assert "def relu_backward_element(i, dy, x, out, negative_slope):" in tilelang
-    assert 'def relu_backward_eager(dy, x, out, negative_slope: T.float32, dtype="float32"):' in tilelang
+    assert "def relu_backward(dy, x, negative_slope):" in tilelang
+    assert 'def flat_eager(dy, x, out, negative_slope: T.float32, dtype="float32"):' in tilelang
     assert "out: T.Tensor((n,), dtype), negative_slope: T.float32):" in tilelang
-    assert tilelang.count("elementwise_kernel(n, relu_backward_element, dy, x, out, negative_slope)") == 2
-    assert 'register("relu_backward", "flat", eager=relu_backward_eager, lazy=relu_backward_lazy)' in tilelang
+    assert tilelang.count("elementwise_kernel(n, relu_backward, out, (dy, x), (negative_slope,))") == 2
+    assert (
+        'def broadcast_eager(dy, x, out, negative_slope: T.float32, dtype="float32", vec=4, '
+        "constant_inner=(False, False)):"
+    ) in tilelang
+    assert '        out: T.Tensor(broadcast_shape("out", vec, False), dtype),\n        negative_slope: T.float32,\n' in tilelang
+    assert tilelang.count("broadcast_kernel(relu_backward, out, (dy, x), (negative_slope,), vec)") == 2
+    assert 'register("relu_backward", "flat", eager=flat_eager, lazy=flat_lazy)' in tilelang
+    assert 'register("relu_backward", "broadcast", eager=broadcast_eager, lazy=broadcast_lazy)' in tilelang
 
 
 def test_several_parameters_keep_their_order():

@@ -11,9 +11,12 @@ that run to its tensors once (the kernels' views of them), and a run launches.
 The regimes, as the CUDA backend has them:
 
 - elementwise: operands that are contiguous alike (`contiguous` in the plan)
-  run as flat vectors in place; any other layout (broadcast, strided) is
-  gathered by torch into a dense buffer in out's order first, and a strided
-  out is written through one.
+  run as flat vectors in place. Broadcast inputs (each dense or repeated
+  along some of at most 3 dims, stride 0) into a contiguous out whose inner
+  dim is whole 16-byte vectors run in place too, as (outer, m, vectors)
+  (tiles.broadcast_kernel). Any other layout (strided inputs, odd inner
+  extents) is gathered by torch into a dense buffer in out's order first, and
+  a strided out is written through one.
 - reduction family, rows along a contiguous last axis ((m, n) matrices):
   rows that fit a block's registers (n <= 16384) run whole, several short
   rows per block; longer rows, or too few rows to fill the GPU, run in chunks
@@ -33,9 +36,10 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import math
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Protocol, Sequence
+from typing import Callable, NamedTuple, Protocol, Sequence
 
 import torch
 
@@ -152,7 +156,12 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
     """Every (operator, kernel, compile-time arguments) the backend may compile
     for op in dtype: what `warm` compiles ahead of the calls."""
     if OPERATORS[op].kind == Kind.ELEMENTWISE:
-        return [(op, "flat", {"dtype": dtype})]
+        repeats = itertools.product((False, True), repeat=len(OPERATORS[op].input_names))
+        return [(op, "flat", {"dtype": dtype})] + [
+            (op, "broadcast", {"dtype": dtype, "vec": ALIGNMENT // getattr(torch, dtype).itemsize,
+                               "constant_inner": constant_inner})
+            for constant_inner in repeats
+        ]
     registered = registry.kernels(op)
     recipe = chunk_recipe(registered)
     found = []
@@ -231,11 +240,52 @@ class Kernels:
 # ---- elementwise ---------------------------------------------------------------
 
 
-class FlatRun:
-    """Elementwise: the flat kernel over dense operands; any other operand is
-    gathered into (or, for out, written through) a dense buffer in out's order."""
+class BroadcastViews(NamedTuple):
+    """The broadcast kernel's views of an elementwise plan (tiles.py): out as
+    (outer, m, nv, vec), each input as its own (shape, strides) and whether it
+    is constant along the inner dim (a compile-time argument)."""
 
-    def __init__(self, plan: dict, kernels: Kernels, scalars: Sequence[float]):
+    out_shape: tuple[int, ...]
+    inputs: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+    constant_inner: tuple[bool, ...]
+
+    @property
+    def out_strides(self) -> tuple[int, ...]:
+        _, m, nv, vec = self.out_shape
+        return (m * nv * vec, nv * vec, vec, 1)
+
+
+def broadcast_views(shape: Sequence[int], in_strides: Sequence[Sequence[int]], itemsize: int) -> BroadcastViews | None:
+    """The broadcast kernel's views when every input is dense or repeated (stride
+    0) along some of at most 3 dims and the inner extent is whole 16-byte
+    vectors; None otherwise. `shape` and `in_strides` are the plan's (out's
+    memory order, extent-1 dims dropped, mergeable dims merged)."""
+    vec = ALIGNMENT // itemsize
+    if not shape or len(shape) > 3 or shape[-1] % vec or max(shape) > 2**31 - 1:
+        return None
+    pad = (0,) * (3 - len(shape))
+    dims = (1,) * len(pad) + tuple(shape)
+    inputs, constant_inner = [], []
+    for strides in in_strides:
+        extents = [extent if stride else 1 for extent, stride in zip(dims, pad + tuple(strides))]
+        expected = 1
+        for extent, stride in reversed(list(zip(extents, pad + tuple(strides)))):
+            if stride and stride != expected:
+                return None  # strided, not only repeated
+            expected *= extent
+        outer, m, n = extents
+        inner_vec = vec if n > 1 else 1
+        inputs.append(((outer, m, n // inner_vec, inner_vec), (m * n, n, inner_vec, 1)))
+        constant_inner.append(n == 1)
+    return BroadcastViews((dims[0], dims[1], dims[2] // vec, vec), tuple(inputs), tuple(constant_inner))
+
+
+class FlatRun:
+    """Elementwise: the flat kernel over dense operands, the broadcast kernel
+    over broadcast ones (BroadcastViews); any other operand is gathered into
+    (or, for out, written through) a dense buffer in out's order."""
+
+    def __init__(self, plan: dict, kernels: Kernels, scalars: Sequence[float], itemsize: int):
         self.numel = plan["numel"]
         self.shape = plan["shape"]
         self.out_strides = plan["out_strides"]
@@ -246,6 +296,11 @@ class FlatRun:
         # that order exactly when its strides are the row-major ones of the shape.
         self.inputs_dense = [self._row_major(strides) for strides in self.in_strides]
         self.out_dense = self._row_major(self.out_strides)
+        self.broadcast = broadcast_views(self.shape, self.in_strides, itemsize) if self.out_dense else None
+        if self.broadcast is not None and not all(self.inputs_dense):
+            _, _, _, vec = self.broadcast.out_shape
+            self.broadcast_kernel = kernels.get("broadcast", dtype=kernels.dtype, vec=vec,
+                                                constant_inner=self.broadcast.constant_inner)
 
     def _row_major(self, strides: Sequence[int]) -> bool:
         expected = 1
@@ -264,9 +319,14 @@ class FlatRun:
     def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         if self.numel == 0:
             return _nothing
-        direct_inputs = all(dense and _aligned(t) for t, dense in zip(inputs, self.inputs_dense))
-        if direct_inputs and self.out_dense and _aligned(out) and self.numel <= FLAT_CHUNK:
+        aligned = _aligned(out) and all(_aligned(t) for t in inputs)
+        if aligned and all(self.inputs_dense) and self.out_dense and self.numel <= FLAT_CHUNK:
             return functools.partial(self.kernel, *(self._flat(t) for t in inputs), self._flat(out), *self.scalars)
+        if aligned and self.broadcast is not None and not all(self.inputs_dense):
+            views = [t.as_strided(shape, strides, t.storage_offset()) for t, (shape, strides)
+                     in zip(inputs, self.broadcast.inputs)]
+            out_view = out.as_strided(self.broadcast.out_shape, self.broadcast.out_strides, out.storage_offset())
+            return functools.partial(self.broadcast_kernel, *views, out_view, *self.scalars)
         return functools.partial(self._gathered, out, inputs)
 
     def _gathered(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
@@ -620,7 +680,7 @@ class TileLangBackend:
         if run is None:
             kernels = Kernels(op, style, out)
             if elementwise:
-                run = FlatRun(plan, kernels, params)
+                run = FlatRun(plan, kernels, params, out.element_size())
             else:
                 run = ReductionRun(op, plan, kernels, out.dtype, aligned)
             self._runs.put(key, run)

@@ -11,7 +11,11 @@ and the tile shape (a `Tile`, below) are fixed at compile time. Indexing is
 
 Layouts the kernels see (backend.py brings operands there from the C
 runtime's plan):
-- elementwise: flat, contiguous, 16-byte-aligned vectors;
+- elementwise, flat: contiguous, 16-byte-aligned operands of n elements;
+- elementwise, broadcast: out a contiguous (outer, m, nv, vec) tensor, each
+  input of extent 1 or out's along outer and m (repeated along the dims of
+  extent 1), and either out's nv vectors along the inner dim or one element
+  (constant along it);
 - rows: a contiguous (m, n) matrix whose rows are the reduced axis, seen as
   (m, n / vec, vec) so that every row starts on a vector boundary and TileLang
   emits 16-byte loads and stores (vec = 1 for rows of any other length);
@@ -43,9 +47,26 @@ class Tile(NamedTuple):
     threads: int
 
 
+def _loads(inputs, index):
+    """Each input's element at index(input). A plain function called while a
+    macro is traced: TVMScript has no comprehensions."""
+    return [tensor[index(tensor)] for tensor in inputs]
+
+
+def _everywhere(i):
+    """The index function reading every flat operand at i."""
+    return lambda tensor: i
+
+
 @T.macro
-def elementwise_kernel(n, element, *operands):
-    """The launch of an elementwise kernel: element(i, *operands) for every i < n.
+def flat_element(value, out, inputs, scalars, i):
+    out[i] = T.Cast(out.dtype, value(*_loads(inputs, _everywhere(i)), *scalars))
+
+
+@T.macro
+def elementwise_kernel(n, value, out, inputs, scalars):
+    """The launch of an elementwise kernel over flat operands: out[i] =
+    value(input[i] for each input, *scalars) for every i < n.
 
     A block covers BLOCK indices; a full block runs without bounds checks, so
     TileLang emits 16-byte vector loads and stores; only the last, partial
@@ -54,11 +75,62 @@ def elementwise_kernel(n, element, *operands):
     with T.Kernel(T.ceildiv(n, BLOCK), threads=THREADS) as bx:
         if (bx + 1) * BLOCK <= n:
             for i in T.Parallel(BLOCK):
-                element(bx * BLOCK + i, *operands)
+                flat_element(value, out, inputs, scalars, bx * BLOCK + i)
         else:
             for i in T.Parallel(BLOCK):
                 if bx * BLOCK + i < n:
-                    element(bx * BLOCK + i, *operands)
+                    flat_element(value, out, inputs, scalars, bx * BLOCK + i)
+
+
+def broadcast_shape(name, vec, constant_inner):
+    """The shape of a broadcast_kernel input (module docstring), its extents
+    dynamic: (outer or 1, m or 1, nv, vec), or (.., .., 1, 1) when it is
+    constant along the inner dim."""
+    outer, m, nv = T.dynamic(f"{name}_outer, {name}_m, {name}_nv")
+    return (outer, m, 1, 1) if constant_inner else (outer, m, nv, vec)
+
+
+def _broadcast_index(q, k, out):
+    """Where vector q of out, element k, reads each input: out's (outer, m,
+    vector) position, clamped to the input's extents (0 along a repeated dim)."""
+    _, m, nv, _ = out.shape
+    o, i, j = T.truncdiv(T.truncdiv(q, nv), m), T.truncmod(T.truncdiv(q, nv), m), T.truncmod(q, nv)
+
+    def index(tensor):
+        outer_extent, m_extent, _, vec = tensor.shape
+        if int(vec) == 1:  # vec is a compile-time constant
+            return T.min(o, outer_extent - 1), T.min(i, m_extent - 1), 0, 0
+        return T.min(o, outer_extent - 1), T.min(i, m_extent - 1), j, k
+
+    return (o, i, j, k), index
+
+
+@T.macro
+def broadcast_element(value, out, inputs, scalars, q, k):
+    position, index = _broadcast_index(q, k, out)
+    out[position] = T.Cast(out.dtype, value(*_loads(inputs, index), *scalars))
+
+
+@T.macro
+def broadcast_kernel(value, out, inputs, scalars, vec):
+    """The launch of an elementwise kernel over broadcast operands (module
+    docstring): out = value(inputs, *scalars) at every position of out.
+
+    A thread takes whole vectors of out (16-byte loads and stores) and finds
+    their (outer, m, vector) position by two divisions per vector; full blocks
+    run without bounds checks, as in elementwise_kernel. Counts are 64-bit.
+    """
+    per_block = BLOCK // vec
+    vectors = T.Cast("int64", out.shape[0]) * out.shape[1] * out.shape[2]
+    with T.Kernel(T.Cast("int32", T.ceildiv(vectors, per_block)), threads=THREADS) as bx:
+        first = T.Cast("int64", bx) * per_block
+        if first + per_block <= vectors:
+            for v, k in T.Parallel(per_block, vec):
+                broadcast_element(value, out, inputs, scalars, first + v, k)
+        else:
+            for v, k in T.Parallel(per_block, vec):
+                if first + v < vectors:
+                    broadcast_element(value, out, inputs, scalars, first + v, k)
 
 
 @T.macro
