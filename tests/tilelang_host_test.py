@@ -96,6 +96,23 @@ def test_regimes_from_the_plan():
     assert name == "rows" and args[0][2] != x.data_ptr()
 
 
+def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
+    kernels = RecordingKernels()
+    x, out = torch.randn(160, 24577), torch.empty(160, 24577)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert [name for name, _ in kernels.launches] == ["rows"]
+    assert kernels.compiled[-1][1] | {"batch": None} == {
+        "dtype": "float32", "block_m": 1, "width": 32768, "vec": 1, "threads": 1024, "batch": None}
+    # Fewer rows than SMs: chunks spread them over the GPU instead.
+    kernels = RecordingKernels()
+    x, out = torch.randn(100, 24577), torch.empty(100, 24577)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert [name for name, _ in kernels.launches] == ["chunk_stats", "combine_stats", "chunk_write"]
+    # Two inputs of 16 elements a thread: 16384 is the widest row a block of 1024 threads holds.
+    assert max(backend.row_widths("softmax_backward")) == 16384
+    assert max(backend.row_widths("softmax")) == max(backend.row_widths("reduce_sum")) == 32768
+
+
 def test_misaligned_tensors_take_the_one_element_kernels():
     kernels = RecordingKernels()
     x, out = torch.randn(64 * 100 + 1)[1:].view(64, 100), torch.empty(64, 100)

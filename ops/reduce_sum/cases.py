@@ -85,13 +85,20 @@ def correctness_cases() -> list[CorrectnessCase]:
                         dtype, {"dim": -1})
         for dtype in DTYPES
     ]
+    # More rows than SMs, of 16385 to 32768 elements: the tilelang rows kernel
+    # holds each whole in a block of 1024 threads (one element at a time when odd).
+    rows_of_one_block = [
+        CorrectnessCase(named(f"rows_of_one_block_{columns}", dtype), (spec((160, columns)),), dtype, {"dim": -1})
+        for dtype in DTYPES
+        for columns in (24577, 32768)
+    ]
     extreme_rows = [
         CorrectnessCase(named(name, dtype), (spec((6, 300)),), dtype, {"dim": -1}, values=values)
         for dtype in DTYPES
         for name, values in extremes
     ]
     return (axis_cases(keeps_axis=False) + columns_off_vectors + short_axis_many_columns
-            + rows_of_8_vectors + extreme_rows)
+            + rows_of_8_vectors + rows_of_one_block + extreme_rows)
 
 
 def api_error_cases():

@@ -88,6 +88,10 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("register_rows_padded", spec((20, 9000), Padded(8)), {}),
         ("register_rows_longest_misaligned", spec((12, 32768), Offset(Contiguous(), 1)), {}),
         ("register_rows_masked", spec((16, 10007)), {"values": Values(specials=(-INF,), spacing=3)}),
+        # More rows than SMs, of 16385 to 32768 elements: the tilelang rows kernel
+        # holds each whole in a block of 1024 threads (one element at a time when odd).
+        ("rows_of_one_block_odd", spec((160, 24577)), {}),
+        ("rows_of_one_block_in_place", spec((140, 32768)), {"in_place": 0}),
     ]
     return (
         axis_cases(keeps_axis=True)

@@ -18,9 +18,10 @@ The regimes, as the CUDA backend has them:
   extents) is gathered by torch into a dense buffer in out's order first, and
   a strided out is written through one.
 - reduction family, rows along a contiguous last axis ((m, n) matrices):
-  rows that fit a block's registers (n <= 16384) run whole, several short
-  rows per block; longer rows, or too few rows to fill the GPU, run in chunks
-  spread over every SM, combined by a second kernel.
+  rows that fit a block's registers (n <= 32768 for one input, 16384 for
+  two) run whole, several short rows per block; longer rows, or too few rows
+  to fill the GPU, run in chunks spread over every SM, combined by a second
+  kernel.
 - reduction family along a leading or middle dim of contiguous tensors
   ((outer, n, inner)): a column kernel reads neighbouring columns, no
   transposing copy.
@@ -50,14 +51,18 @@ from operator_runtime.tilelang import compiler, registry
 
 ALIGNMENT = 16
 # The row widths a block holds in registers (a row runs in the narrowest that
-# holds it), few so that few kernels compile; the widest is also the chunk
-# longer rows are cut into, narrower chunks (down to the narrowest here)
-# spreading a few rows over every SM.
-ROW_WIDTHS = (32, 128, 512, 2048, 8192, 16384)
+# holds it), few so that few kernels compile; an op has those its block of at
+# most MAX_BLOCK_THREADS threads holds (row_widths). Rows of 32768 held whole
+# rather than in chunks, measured on an H100 against the nvidia backend:
+# softmax 1024x32768 f32 0.65 -> 1.00x, bf16 0.55 -> 0.84x, 4096x20000 f32
+# 0.60 -> 0.97x. Longer rows are cut into the widest of CHUNK_WIDTHS that
+# gives every SM blocks, narrower chunks spreading a few rows over every SM.
+ROW_WIDTHS = (32, 128, 512, 2048, 8192, 16384, 32768)
 CHUNK_WIDTHS = (16384, 4096, 1024)
 # Elements a thread of a rows kernel holds, shared by its inputs' tiles
 # (softmax_backward's dy and y: 16 each).
 ROW_ELEMENTS_PER_THREAD = 32
+MAX_BLOCK_THREADS = 1024
 # A row block has at least this many threads (blocks of one warp per row were
 # measured slower on the H200: fewer bytes in flight per SM).
 ROW_THREADS = 128
@@ -113,13 +118,23 @@ def _vector(dtype: torch.dtype, extent: int) -> int:
     return vec if extent % vec == 0 else 1
 
 
+def _row_elements(op: str) -> int:
+    """Elements of each input a thread of op's rows kernel holds."""
+    return ROW_ELEMENTS_PER_THREAD // len(OPERATORS[op].input_names)
+
+
+def row_widths(op: str) -> tuple[int, ...]:
+    """The ROW_WIDTHS op's rows kernel holds in a block of at most MAX_BLOCK_THREADS threads."""
+    return tuple(width for width in ROW_WIDTHS if width <= MAX_BLOCK_THREADS * _row_elements(op))
+
+
 def row_tile(op: str, width: int, vec: int) -> dict:
-    """The tile shape for rows of `width` elements (one of ROW_WIDTHS).
+    """The tile shape for rows of `width` elements (one of row_widths(op)).
 
     `batch`: a thread's rows (TileLang gives a row's vectors to consecutive
     threads), all reduced by one batched all-reduce, so a block synchronises
     once rather than once per row."""
-    per_thread = ROW_ELEMENTS_PER_THREAD // len(OPERATORS[op].input_names)
+    per_thread = _row_elements(op)
     threads = max(ROW_THREADS, width // per_thread)
     block_m = max(1, threads * per_thread // width)
     rows_per_thread = block_m if width // vec >= threads else block_m * width // (vec * threads)
@@ -167,7 +182,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
     found = []
     for vec in vectors(dtype):
         extra = {"out_dtype": dtype} if OPERATORS[op].kind == Kind.REDUCTION else {}
-        found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in ROW_WIDTHS]
+        found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in row_widths(op)]
         if "columns" in registered:
             outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
             found += [(op, "columns", {"dtype": dtype, **out, **column_tile(op, w, vec)})
@@ -187,7 +202,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
         last = dtype if recipe == "chunk_sums" else "float32"
         found += [
             ("reduce_sum", "rows", {"dtype": "float32", "out_dtype": out, **row_tile("reduce_sum", w, 1)})
-            for w in ROW_WIDTHS
+            for w in row_widths("reduce_sum")
             for out in sorted({"float32", last})
         ]
     return found
@@ -353,8 +368,8 @@ def _chunk_width(op: str, m: int, n: int, vec: int, sms: int) -> int | None:
     Whole rows when they fit the registers and fill the GPU with blocks;
     otherwise the widest of CHUNK_WIDTHS that gives every SM BLOCKS_PER_SM
     blocks (or the narrowest)."""
-    if n <= max(ROW_WIDTHS):
-        tile = row_tile(op, _bucket(ROW_WIDTHS, n), vec)
+    if n <= max(row_widths(op)):
+        tile = row_tile(op, _bucket(row_widths(op), n), vec)
         if math.ceil(m / tile["block_m"]) >= sms or n < 2 * min(CHUNK_WIDTHS):
             return None
     for chunk in CHUNK_WIDTHS:
@@ -365,14 +380,14 @@ def _chunk_width(op: str, m: int, n: int, vec: int, sms: int) -> int | None:
 
 class SumLevels:
     """Sums f32 partials (m, chunks) down to (m, 1) with reduce_sum's rows
-    kernel, each level summing up to max(ROW_WIDTHS) partials; the last level
+    kernel, each level summing up to max(row_widths("reduce_sum")) partials; the last level
     writes `last_dtype`."""
 
     def __init__(self, kernels: Kernels, m: int, chunks: int, last_dtype: str):
         self.m = m
         self.levels = []
         while chunks > 1:
-            width = _bucket(ROW_WIDTHS, chunks)
+            width = _bucket(row_widths("reduce_sum"), chunks)
             next_chunks = math.ceil(chunks / width)
             dtype = last_dtype if next_chunks == 1 else "float32"
             kernel = kernels.get("rows", op="reduce_sum", dtype="float32", out_dtype=dtype,
@@ -401,12 +416,12 @@ class RowsRun:
         self.recipe = chunk_recipe(registry.kernels(op))
         self.chunk = _chunk_width(op, m, n, vec, kernels.multiprocessors) if self.recipe else None
         if self.chunk is None:
-            if n > max(ROW_WIDTHS):
+            if n > max(row_widths(op)):
                 raise NotSupportedError(
-                    f"{op}: its TileLang kernels hold rows of at most {max(ROW_WIDTHS)} elements "
+                    f"{op}: its TileLang kernels hold rows of at most {max(row_widths(op))} elements "
                     f"and it registers no chunk kernels; dim has {n}"
                 )
-            tile = row_tile(op, _bucket(ROW_WIDTHS, n), vec)
+            tile = row_tile(op, _bucket(row_widths(op), n), vec)
             extra = {"out_dtype": dtype} if self.reduces else {}
             self.whole = kernels.get("rows", dtype=dtype, **extra, **tile)
             return
