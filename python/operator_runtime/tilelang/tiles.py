@@ -141,36 +141,58 @@ def broadcast_kernel(value, out, inputs, scalars, vec):
 @T.macro
 def load_rows(x, tile, row, first_vector, m, nv, vec, fill):
     """tile[i, j] = element j of rows row + i of x (m, nv, vec) from vector
-    first_vector on, as f32, or `fill` past the matrix."""
+    first_vector on, as f32, or `fill` past the matrix.
+
+    One element at a time (rows of odd length), the per-element bounds checks
+    cost more instructions than the loads, so a tile wholly inside the matrix
+    loads without them (with 16-byte vectors the second copy of the loop
+    measured slower: softmax_backward 1024x32768 bf16 in chunks 0.67 -> 0.63x
+    the nvidia backend on an H100)."""
     block_m, width = tile.shape
-    for i, j in T.Parallel(block_m, width):
-        tile[i, j] = T.if_then_else(
-            row + i < m and first_vector + j // vec < nv,
-            T.Cast("float32", x[row + i, first_vector + j // vec, j % vec]),
-            fill,
-        )
+    if vec == 1 and row + block_m <= m and first_vector + width <= nv:
+        for i, j in T.Parallel(block_m, width):
+            tile[i, j] = T.Cast("float32", x[row + i, first_vector + j // vec, j % vec])
+    else:
+        for i, j in T.Parallel(block_m, width):
+            tile[i, j] = T.if_then_else(
+                row + i < m and first_vector + j // vec < nv,
+                T.Cast("float32", x[row + i, first_vector + j // vec, j % vec]),
+                fill,
+            )
 
 
 @T.macro
 def store_rows(tile, out, row, first_vector, m, nv, vec):
     """The inverse of load_rows, for the elements inside the matrix."""
     block_m, width = tile.shape
-    for i, j in T.Parallel(block_m, width):
-        if row + i < m and first_vector + j // vec < nv:
+    if vec == 1 and row + block_m <= m and first_vector + width <= nv:
+        for i, j in T.Parallel(block_m, width):
             out[row + i, first_vector + j // vec, j % vec] = T.Cast(out.dtype, tile[i, j])
+    else:
+        for i, j in T.Parallel(block_m, width):
+            if row + i < m and first_vector + j // vec < nv:
+                out[row + i, first_vector + j // vec, j % vec] = T.Cast(out.dtype, tile[i, j])
 
 
 @T.macro
 def load_columns(x, tile, outer, first_row, first_column, n, iv, vec, fill):
     """tile[k, j] = x[outer, first_row + k, column first_column + j] in tile's
-    dtype (x is (outer, n, iv, vec), columns count elements), or `fill` past it."""
+    dtype (x is (outer, n, iv, vec), columns count elements), or `fill` past it.
+    A tile wholly inside loads without per-element checks, with vectors too
+    (measured on an H100 against the nvidia backend, reduce_sum along dim 0:
+    100x1342177 bf16 one element at a time 0.35 -> 0.85x, 3001x22363 f32
+    0.54 -> 0.69x, 8192x8192 bf16 in vectors 0.82 -> 0.95x)."""
     block_k, width = tile.shape
-    for k, j in T.Parallel(block_k, width):
-        tile[k, j] = T.if_then_else(
-            first_row + k < n and (first_column + j) // vec < iv,
-            T.Cast(tile.dtype, x[outer, first_row + k, (first_column + j) // vec, j % vec]),
-            fill,
-        )
+    if first_row + block_k <= n and (first_column + width) // vec <= iv:
+        for k, j in T.Parallel(block_k, width):
+            tile[k, j] = T.Cast(tile.dtype, x[outer, first_row + k, (first_column + j) // vec, j % vec])
+    else:
+        for k, j in T.Parallel(block_k, width):
+            tile[k, j] = T.if_then_else(
+                first_row + k < n and (first_column + j) // vec < iv,
+                T.Cast(tile.dtype, x[outer, first_row + k, (first_column + j) // vec, j % vec]),
+                fill,
+            )
 
 
 def column_layout(block_m, width, vec, threads):
@@ -190,9 +212,13 @@ def column_layout(block_m, width, vec, threads):
 def store_columns(tile, out, outer, first_row, first_column, n, iv, vec):
     """The inverse of load_columns, for the elements inside the tensor."""
     block_k, width = tile.shape
-    for k, j in T.Parallel(block_k, width):
-        if first_row + k < n and (first_column + j) // vec < iv:
+    if first_row + block_k <= n and (first_column + width) // vec <= iv:
+        for k, j in T.Parallel(block_k, width):
             out[outer, first_row + k, (first_column + j) // vec, j % vec] = T.Cast(out.dtype, tile[k, j])
+    else:
+        for k, j in T.Parallel(block_k, width):
+            if first_row + k < n and (first_column + j) // vec < iv:
+                out[outer, first_row + k, (first_column + j) // vec, j % vec] = T.Cast(out.dtype, tile[k, j])
 
 
 @T.macro
