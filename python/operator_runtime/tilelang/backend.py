@@ -62,6 +62,7 @@ CHUNK_WIDTHS = (16384, 4096, 1024)
 # Elements a thread of a rows kernel holds, shared by its inputs' tiles
 # (softmax_backward's dy and y: 16 each).
 ROW_ELEMENTS_PER_THREAD = 32
+# CUDA's limit of threads per block.
 MAX_BLOCK_THREADS = 1024
 # A row block has at least this many threads (blocks of one warp per row were
 # measured slower on the H200: fewer bytes in flight per SM).
@@ -276,7 +277,7 @@ def broadcast_views(shape: Sequence[int], in_strides: Sequence[Sequence[int]], i
     vectors; None otherwise. `shape` and `in_strides` are the plan's (out's
     memory order, extent-1 dims dropped, mergeable dims merged)."""
     vec = ALIGNMENT // itemsize
-    if not shape or len(shape) > 3 or shape[-1] % vec or max(shape) > 2**31 - 1:
+    if not shape or len(shape) > 3 or shape[-1] % vec or max(shape) > 2**31 - 1:  # extents are 32-bit ints
         return None
     pad = (0,) * (3 - len(shape))
     dims = (1,) * len(pad) + tuple(shape)
@@ -311,8 +312,9 @@ class FlatRun:
         # that order exactly when its strides are the row-major ones of the shape.
         self.inputs_dense = [self._row_major(strides) for strides in self.in_strides]
         self.out_dense = self._row_major(self.out_strides)
-        self.broadcast = broadcast_views(self.shape, self.in_strides, itemsize) if self.out_dense else None
-        if self.broadcast is not None and not all(self.inputs_dense):
+        repeated = self.out_dense and not all(self.inputs_dense)
+        self.broadcast = broadcast_views(self.shape, self.in_strides, itemsize) if repeated else None
+        if self.broadcast is not None:
             _, _, _, vec = self.broadcast.out_shape
             self.broadcast_kernel = kernels.get("broadcast", dtype=kernels.dtype, vec=vec,
                                                 constant_inner=self.broadcast.constant_inner)
@@ -337,7 +339,7 @@ class FlatRun:
         aligned = _aligned(out) and all(_aligned(t) for t in inputs)
         if aligned and all(self.inputs_dense) and self.out_dense and self.numel <= FLAT_CHUNK:
             return functools.partial(self.kernel, *(self._flat(t) for t in inputs), self._flat(out), *self.scalars)
-        if aligned and self.broadcast is not None and not all(self.inputs_dense):
+        if aligned and self.broadcast is not None:
             views = [t.as_strided(shape, strides, t.storage_offset()) for t, (shape, strides)
                      in zip(inputs, self.broadcast.inputs)]
             out_view = out.as_strided(self.broadcast.out_shape, self.broadcast.out_strides, out.storage_offset())
