@@ -50,7 +50,7 @@ def plan_of(out: torch.Tensor, x: torch.Tensor) -> dict:
 
 
 def prepared(out: torch.Tensor, x: torch.Tensor, kernels: RecordingKernels) -> backend.TileLangKernel:
-    run = backend.ReductionRun("softmax", plan_of(out, x), kernels, x.dtype, aligned=True)
+    run = backend.ReductionRun("softmax", plan_of(out, x), kernels, aligned=True)
     return backend.TileLangKernel("softmax", run)
 
 
@@ -84,7 +84,7 @@ def test_regimes_from_the_plan():
     kernels = RecordingKernels()
     x, out = torch.randn(300, 64), torch.empty(300, 64)
     with ort.prepare_softmax(out, x, 0, backend="cpu") as p:
-        run = backend.ReductionRun("softmax", p._descriptor.plan, kernels, x.dtype, aligned=True)
+        run = backend.ReductionRun("softmax", p._descriptor.plan, kernels, aligned=True)
     backend.TileLangKernel("softmax", run).run(out, [x], 0)
     assert kernels.launches == [("columns", [((1, 300, 16, 4), (19200, 64, 4, 1), x.data_ptr()),
                                              ((1, 300, 16, 4), (19200, 64, 4, 1), out.data_ptr())])]
@@ -137,7 +137,7 @@ if __name__ == "__main__":
 def added(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, kernels: RecordingKernels) -> None:
     """Runs vector_add(a, b) into out through the tilelang host side on kernels."""
     with ort.prepare_vector_add(out, a, b, backend="cpu") as p:
-        run = backend.FlatRun(p._descriptor.plan, kernels, [], out.element_size())
+        run = backend.FlatRun(p._descriptor.plan, kernels, [])
     backend.TileLangKernel("vector_add", run).run(out, [a, b], 0)
 
 
@@ -151,7 +151,7 @@ def test_broadcast_inputs_run_in_place_as_outer_rows_and_vectors():
                                                ((1, 1, 16, 4), (64, 64, 4, 1), b.data_ptr()),
                                                ((1, 8, 16, 4), (512, 64, 4, 1), out.data_ptr())])]
     # A per-channel bias of an (n, c, hw) tensor: constant along the inner dim, one element each.
-    kernels = RecordingKernels()
+    kernels = RecordingKernels("bfloat16")
     a, b, out = torch.randn(4, 6, 32, dtype=torch.bfloat16), torch.randn(1, 6, 1, dtype=torch.bfloat16), \
         torch.empty(4, 6, 32, dtype=torch.bfloat16)
     added(out, a, b.expand(4, 6, 32), kernels)

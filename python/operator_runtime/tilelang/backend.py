@@ -113,9 +113,14 @@ def _aligned(tensor: torch.Tensor) -> bool:
     return tensor.data_ptr() % ALIGNMENT == 0
 
 
-def _vector(dtype: torch.dtype, extent: int) -> int:
+def _vector_width(dtype: str) -> int:
+    """Elements of dtype (a DTYPE_NAMES name) per 16-byte vector."""
+    return ALIGNMENT // getattr(torch, dtype).itemsize
+
+
+def _vector(dtype: str, extent: int) -> int:
     """Elements per 16-byte vector when rows of `extent` elements keep vectors aligned, else 1."""
-    vec = ALIGNMENT // dtype.itemsize
+    vec = _vector_width(dtype)
     return vec if extent % vec == 0 else 1
 
 
@@ -165,7 +170,7 @@ def combine_tile() -> dict:
 
 def vectors(dtype: str) -> tuple[int, ...]:
     """The vector widths kernels are compiled for: one element, and 16 bytes."""
-    return (1, ALIGNMENT // getattr(torch, dtype).itemsize)
+    return (1, _vector_width(dtype))
 
 
 def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
@@ -174,8 +179,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
     if OPERATORS[op].kind == Kind.ELEMENTWISE:
         repeats = itertools.product((False, True), repeat=len(OPERATORS[op].input_names))
         return [(op, "flat", {"dtype": dtype})] + [
-            (op, "broadcast", {"dtype": dtype, "vec": ALIGNMENT // getattr(torch, dtype).itemsize,
-                               "constant_inner": constant_inner})
+            (op, "broadcast", {"dtype": dtype, "vec": _vector_width(dtype), "constant_inner": constant_inner})
             for constant_inner in repeats
         ]
     registered = registry.kernels(op)
@@ -271,12 +275,12 @@ class BroadcastViews(NamedTuple):
         return (m * nv * vec, nv * vec, vec, 1)
 
 
-def broadcast_views(shape: Sequence[int], in_strides: Sequence[Sequence[int]], itemsize: int) -> BroadcastViews | None:
+def broadcast_views(shape: Sequence[int], in_strides: Sequence[Sequence[int]], vec: int) -> BroadcastViews | None:
     """The broadcast kernel's views when every input is dense or repeated (stride
     0) along some of at most 3 dims and the inner extent is whole 16-byte
     vectors; None otherwise. `shape` and `in_strides` are the plan's (out's
-    memory order, extent-1 dims dropped, mergeable dims merged)."""
-    vec = ALIGNMENT // itemsize
+    memory order, extent-1 dims dropped, mergeable dims merged); `vec` the
+    elements of a 16-byte vector."""
     if not shape or len(shape) > 3 or shape[-1] % vec or max(shape) > 2**31 - 1:  # extents are 32-bit ints
         return None
     pad = (0,) * (3 - len(shape))
@@ -301,7 +305,7 @@ class FlatRun:
     over broadcast ones (BroadcastViews); any other operand is gathered into
     (or, for out, written through) a dense buffer in out's order."""
 
-    def __init__(self, plan: dict, kernels: Kernels, scalars: Sequence[float], itemsize: int):
+    def __init__(self, plan: dict, kernels: Kernels, scalars: Sequence[float]):
         self.numel = plan["numel"]
         self.shape = plan["shape"]
         self.out_strides = plan["out_strides"]
@@ -313,9 +317,9 @@ class FlatRun:
         self.inputs_dense = [self._row_major(strides) for strides in self.in_strides]
         self.out_dense = self._row_major(self.out_strides)
         repeated = self.out_dense and not all(self.inputs_dense)
-        self.broadcast = broadcast_views(self.shape, self.in_strides, itemsize) if repeated else None
+        vec = _vector_width(kernels.dtype)
+        self.broadcast = broadcast_views(self.shape, self.in_strides, vec) if repeated else None
         if self.broadcast is not None:
-            _, _, _, vec = self.broadcast.out_shape
             self.broadcast_kernel = kernels.get("broadcast", dtype=kernels.dtype, vec=vec,
                                                 constant_inner=self.broadcast.constant_inner)
 
@@ -591,7 +595,7 @@ class ReductionRun:
     """A reduction-family call: its layout's run, with the 16-byte-vector kernels
     while every operand is aligned and the one-element ones otherwise."""
 
-    def __init__(self, op: str, plan: dict, kernels: Kernels, dtype: torch.dtype, aligned: bool):
+    def __init__(self, op: str, plan: dict, kernels: Kernels, aligned: bool):
         self.op = op
         self.keeps_axis = OPERATORS[op].kind == Kind.NORMALIZATION
         self.m, self.n = plan["rows"], plan["row_length"]
@@ -599,7 +603,7 @@ class ReductionRun:
         self.plan = plan
         self.kernels = kernels
         self.runs: dict[int, Run] = {}
-        self.vec = _vector(dtype, self.inner_extent()) if aligned else 1
+        self.vec = _vector(kernels.dtype, self.inner_extent()) if aligned else 1
         self.run_for(self.vec)
 
     def inner_extent(self) -> int:
@@ -697,8 +701,8 @@ class TileLangBackend:
         if run is None:
             kernels = Kernels(op, style, out)
             if elementwise:
-                run = FlatRun(plan, kernels, params, out.element_size())
+                run = FlatRun(plan, kernels, params)
             else:
-                run = ReductionRun(op, plan, kernels, out.dtype, aligned)
+                run = ReductionRun(op, plan, kernels, aligned)
             self._runs.put(key, run)
         return TileLangKernel(op, run)
