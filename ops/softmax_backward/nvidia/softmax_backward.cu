@@ -3,9 +3,10 @@
 //
 // A team of threads takes a row: it sums dy * y along the row (team.reduce
 // combines the members' partial sums), then writes y * (dy - sum). Rows of
-// stride 1 up to kMaxBlockThreads * vectors_per_thread vectors are read once into
-// registers (a warp's lanes per short row, a block of just enough warps per
-// longer one): one read of dy and y and one write, the least memory traffic.
+// stride 1 up to kMaxBlockThreads * kRegisterVectorsPerThread vectors are read
+// once into registers (a warp's lanes per short row, a block of just enough
+// warps per longer one): one read of dy and y and one write, the least memory
+// traffic. 16-bit elements are held as loaded, two to a word.
 // Longer rows, and axes whose stride is not 1, take the two-walk path: a walk
 // summing, then a walk reading dy and y again (from the caches where the rows
 // in flight fit there) and writing. Rows along a strided axis go to
@@ -14,17 +15,17 @@
 // first kernel writes each chunk's partial sum to the workspace, a second
 // combines a row's partial sums and writes its chunk.
 //
-// On Hopper and newer (sm_90+), rows of stride 1 too long for the registers
-// take the cluster path instead, when a cluster of up to 16 blocks of at most
-// kStagedChunkBytes each holds a row (up to 147456 f32 or 294912 16-bit
-// elements): each block copies its chunk of dy and y into shared memory, the
-// blocks add their partial sums through distributed shared memory, and the
-// row is read once (1024x32768 f32 on the H200: 58 -> 77 % of the copy
-// bandwidth; 2671x50257: 43-63 -> 76-83 %). Rows whose dy and y take over
-// kGridFirstRowBytes, and rows no cluster holds, take the grid path first: the
-// co-resident blocks of the whole GPU hold rows_per_round rows at a time, a
-// chunk each, and add a row's partial sums through the workspace
-// (256x262144 f32: 58 -> 80 %, 64x1048576: 55 -> 66 %).
+// On Hopper and newer (sm_90+), rows of stride 1 longer than two blocks of an
+// SM hold in registers (fits_in_registers) take the cluster path instead, when
+// a cluster of up to 16 blocks of at most kStagedChunkBytes each holds a row
+// (up to 147456 f32 or 294912 16-bit elements): each block copies its chunk of
+// dy and y into shared memory, the blocks add their partial sums through
+// distributed shared memory, and the row is read once (1024x32768 f32 on the
+// H200: 58 -> 77 % of the copy bandwidth; 2671x50257: 43-63 -> 76-83 %). Rows
+// whose dy and y take over kGridFirstRowBytes, and rows no cluster holds, take
+// the grid path first: the co-resident blocks of the whole GPU hold
+// rows_per_round rows at a time, a chunk each, and add a row's partial sums
+// through the workspace (256x262144 f32: 58 -> 80 %, 64x1048576: 55 -> 66 %).
 //
 // dy and y are walked in step in aligned 16-byte vectors when the axis has
 // stride 1 in all three tensors and their rows sit at one offset from a vector
@@ -42,12 +43,22 @@ namespace oprt {
 namespace gpu {
 namespace {
 
-// Vectors of each of dy and y a thread loads before using any, and holds at
-// most on the register path: 4, but 2 for 16-bit types, 32 floats in all (with
-// 4, their rows with partial vectors spilled 480 bytes). A warp team's lanes
-// hold half as many (they spilled 52-168 bytes at this many).
+// Vectors of each of dy and y a thread of the two-walk path loads before using
+// any: 4, but 2 for 16-bit types, 32 floats in all (with 4, their rows with
+// partial vectors spilled 480 bytes).
 OPRT_HOST_DEVICE constexpr int vectors_per_thread(int vec) { return vec > 4 ? 16 / vec : 4; }
+// Vectors of each of dy and y a thread of the register path holds at most; a
+// warp team's lanes hold half as many. 16-bit vectors are held as loaded, two
+// elements to a word (PackedElements), so four take the registers of four f32
+// vectors: held as floats, two fitted, and 16-bit 8192x8192 ran at 70-73 % of
+// the copy bandwidth against f32's 93 % (H200), half the bytes in flight.
+constexpr int kRegisterVectorsPerThread = 4;
 constexpr int kWarpRowsBlockThreads = 128;
+
+// How the register path holds a vector of kVec elements of T.
+template <class T, int kVec>
+using HeldVector =
+    std::conditional_t<(sizeof(T) == 2 && kVec > 1), PackedElements<T, kVec>, float[kVec]>;
 
 template <class Team, class T, int kVec, int kHeld, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
@@ -62,13 +73,18 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
     const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
     const int64_t end = active ? dy_walk.end() : 0;
-    float g[kHeld][kVec], p[kHeld][kVec];
+    HeldVector<T, kVec> g[kHeld], p[kHeld];
     float dot = 0.0f;
 #pragma unroll
     for (int j = 0; j < kHeld; ++j) {
       if (first + j * step < end) {
-        dy_walk.template load<kVec>(first + j * step, 0.0f, g[j]);
-        y_walk.template load<kVec>(first + j * step, 0.0f, p[j]);
+        if constexpr (std::is_array_v<HeldVector<T, kVec>>) {
+          dy_walk.template load<kVec>(first + j * step, 0.0f, g[j]);
+          y_walk.template load<kVec>(first + j * step, 0.0f, p[j]);
+        } else {
+          dy_walk.template load_packed<kVec>(first + j * step, 0, g[j]);
+          y_walk.template load_packed<kVec>(first + j * step, 0, p[j]);
+        }
 #pragma unroll
         for (int k = 0; k < kVec; ++k) dot += g[j][k] * p[j][k];
       }
@@ -301,12 +317,20 @@ size_t staged_bytes(int64_t chunk) {
   return 2 * static_cast<size_t>(chunk) * sizeof(T);
 }
 
-// Rows the register path holds: up to kMaxBlockThreads threads of
-// vectors_per_thread vectors.
+// Rows the register path holds in preference to a cluster: the whole vectors
+// of kRegisterRowThreads threads, so that two blocks share an SM (the kernels
+// take 64 registers a thread). H100, 256 MiB per input: 16-bit rows of 16384
+// ran at 97 % of the copy bandwidth on 512 threads against 91 % in clusters,
+// rows of 20000 at 74 % on 640 threads against 89 %; f32 rows of 8193 and
+// 10007 at 94 and 92 % in clusters against 71 and 75 % on 544 and 640 threads.
+// The host cannot see where rows start: a row that starts off a vector boundary
+// may need one vector more, and then a block of one more warp, alone on its SM
+// (bf16 16380 at an odd offset: 67 %, against 90 % in clusters).
+constexpr int kRegisterRowThreads = 512;
 template <class T>
 bool fits_in_registers(const ReductionPlan& plan) {
-  return plan.row_length + kWide<T> - 1 <=
-         int64_t{kMaxBlockThreads} * vectors_per_thread(kWide<T>) * kWide<T>;
+  return ceil_div(plan.row_length, int64_t{kWide<T>}) <=
+         int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread;
 }
 
 // Chooses the cluster path (prepare_on_chip) when a cluster of at most
@@ -401,7 +425,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
       }
 #endif
       const int64_t vectors = ceil_div(walk, kVec);
-      constexpr int kBlockHeld = vectors_per_thread(kVec);
+      constexpr int kBlockHeld = kRegisterVectorsPerThread;
       constexpr int kLaneHeld = kBlockHeld / 2;
       if (plan.row_splits > 1 || vectors > int64_t{kMaxBlockThreads} * kBlockHeld) {
         launch_rows<BlockTeam, T, kVec, kWhole>(plan, walk, BlockTeam{},
