@@ -24,7 +24,7 @@ tensor so kernels cost about a launch: a prepared `p.run()`, `ort.<op>_(out,
 and each peer's call; on a GPU its title also gives the driver's own launch of
 an empty kernel (host_cost.py), the floor under any per-call launch.
 
-`--sweep=softmax` (or reduce_sum) instead sweeps row lengths: tools/bench/sweep.py
+`--sweep=softmax` (or softmax_backward, reduce_sum) instead sweeps row lengths: tools/bench/sweep.py
 says how; it writes JSON and plots into --sweep_out and prints its verdicts.
 
 tools/bench/compare.py sets runs of two builds side by side (--json_out files);

@@ -3,12 +3,15 @@ report.py's plots redrawn from JSON, and the overhead target's verdict."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 import tempfile
 import unittest
 from types import SimpleNamespace
+
+import torch
 
 from tools.bench import compare, peers, report, sweep, targets
 
@@ -154,6 +157,29 @@ class BenchToolsTest(unittest.TestCase):
         path = os.path.join(self.directory, "sweep_softmax.json")
         sweep.save(path, points, device="test", op="softmax")
         self.assertEqual(sweep.load(path), points)
+
+    def test_sweep_runs_every_op_on_the_cpu(self) -> None:
+        """A tiny sweep of each op on the cpu backend against torch: a point per row
+        length and axis with the op's declared bytes, the JSON, a plot and the verdicts."""
+        for op in sweep.SWEEP_OPS:
+            spec = importlib.import_module(f"ops.{op}.cases").OP
+            out_dir = os.path.join(self.directory, op)
+            verdicts = sweep.run(op, spec, "cpu", [torch.float32], ["torch"], mb=0.01, rows_list=[],
+                                 lengths_text="33,64", out_dir=out_dir, warmup=1, iters=3, device_name="cpu")
+            points = sweep.load(os.path.join(out_dir, f"sweep_{op}.json"))
+            self.assertEqual([(p.axis, p.row_length) for p in points],
+                             [(axis, n) for axis in sweep.AXES[op] for n in (33, 64)])
+            inputs = 2 if op == "softmax_backward" else 1
+            for p in points:
+                self.assertEqual((p.op, p.dtype, p.mode), (op, "f32", "fixed bytes"))
+                elements = p.rows * p.row_length
+                self.assertEqual(p.bytes, 4 * (inputs * elements + (p.rows if op == "reduce_sum" else elements)))
+                self.assertGreater(p.gbps, 0)
+                self.assertGreater(p.peers["torch"].gbps, 0)
+            self.assertTrue(os.path.exists(os.path.join(out_dir, f"sweep_{op}_f32.png")))
+            self.assertEqual(len(verdicts), 4, verdicts)
+            for line in verdicts:
+                self.assertRegex(line, rf"^(PASS|FAIL|n/a ) +{op} ")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""Row-length sweeps of the reduction family: `bench --sweep=softmax` or `--sweep=reduce_sum`.
+"""Row-length sweeps of the reduction family: `bench --sweep=softmax`, `--sweep=softmax_backward`
+or `--sweep=reduce_sum`.
 
 One call per row length and dtype, every implementation timed in the same
 process with the same timer: ours (a prepared descriptor's `run`), then each
-peer (tools/bench/peers.py) on the same tensors, and a device copy of the same
-input (the dashed line: what moving those bytes costs at best).
+peer (tools/bench/peers.py) on the same tensors, and a device copy of the
+first input (the dashed line: the copy's GB/s, what moving bytes costs at best).
 
 - Row lengths: powers of two from 32 to 2^22 plus odd and vocabulary lengths
   (ODD_LENGTHS), or --sweep_lengths.
@@ -11,7 +12,9 @@ input (the dashed line: what moving those bytes costs at best).
   up), so every point moves about the same bytes. Few rows (--sweep_rows=1,8,64): that many rows of
   every length, as a decoder's last layer sees them.
 - reduce_sum runs along the last axis (a `rows x length` input, dim=-1) and the
-  leading one (`length x rows`, dim=0); softmax along the last.
+  leading one (`length x rows`, dim=0); softmax and softmax_backward along the
+  last. Every input (softmax_backward's dy and y) is `rows x length`, normal
+  values, as in the bench's table.
 - Timer (GPUs): like triton.testing.do_bench, each timed call follows a write
   of L2_FLUSH_BYTES (cold L2, and the GPU busy while the host enqueues the
   call, so launch costs stay out of the figures), between CUDA events; the
@@ -37,12 +40,13 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 import operator_runtime as ort
-from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase
+from operator_runtime.ops import OPERATORS
+from operator_runtime_testing.cases import DTYPE_NAMES, BenchmarkCase, out_shape
 from tools.bench import peers as peer_lib
 from tools.bench import targets
 from tools.bench.report import plt, save_plot  # report selects the file-only backend
 
-SWEEP_OPS = ("softmax", "reduce_sum")
+SWEEP_OPS = ("softmax", "softmax_backward", "reduce_sum")
 POWER_LENGTHS = tuple(2**k for k in range(5, 23))
 # Odd and vocabulary lengths: GPT-2's 50257, Llama 3's 128256, Qwen's 151936,
 # and primes and other odd lengths, short ones included (no power of two
@@ -50,7 +54,7 @@ POWER_LENGTHS = tuple(2**k for k in range(5, 23))
 ODD_LENGTHS = (33, 127, 257, 500, 777, 1000, 3001, 4000, 10007, 32000, 50257, 65521, 128256, 151936,
                1000003)
 L2_FLUSH_BYTES = 256 << 20
-AXES = {"softmax": ("last",), "reduce_sum": ("last", "leading")}
+AXES = {"softmax": ("last",), "softmax_backward": ("last",), "reduce_sum": ("last", "leading")}
 
 
 @dataclass
@@ -64,7 +68,7 @@ class SweepPoint:
     bytes: int  # moved per call, from the op's declared formula
     us: float
     gbps: float
-    copy_gbps: float  # a device copy of the same input, same timer
+    copy_gbps: float  # a device copy of the (first) input, same timer
     peers: dict[str, peer_lib.PeerTiming] = field(default_factory=dict)
 
     def best_peer(self) -> tuple[str, float] | None:
@@ -118,19 +122,19 @@ def measure(op: str, spec, dtype: torch.dtype, axis: str, rows: int, length: int
     device = torch.device("cpu") if backend == "cpu" else torch.device("cuda")
     shape = _shape(axis, rows, length)
     dim = -1 if axis == "last" else 0
-    x = torch.randn(shape, device=device).to(dtype)
-    out_shape = shape if op == "softmax" else tuple(n for d, n in enumerate(shape) if d != dim % 2)
-    out = torch.empty(out_shape, dtype=dtype, device=device)
     params = {"dim": dim}
-    case = BenchmarkCase(f"{rows}x{length}", (shape,), dtype, params)
-    prepared = getattr(ort, f"prepare_{op}")(out, x, **params, backend=backend)
+    case = BenchmarkCase(f"{rows}x{length}", (shape,) * len(OPERATORS[op].input_names), dtype, params)
+    inputs = [torch.randn(input_shape, device=device).to(dtype) for input_shape in case.shapes]
+    out = torch.empty(out_shape(op, case.shapes, params), dtype=dtype, device=device)
+    prepared = getattr(ort, f"prepare_{op}")(out, *inputs, **params, backend=backend)
     calls, names, peers = [prepared.run], [], {}
     for name in peer_names:
         try:
-            calls.append(functools.partial(peer_lib.bind(name, spec, params, out, [x]), out, x))
+            calls.append(functools.partial(peer_lib.bind(name, spec, params, out, inputs), out, *inputs))
             names.append(name)
         except peer_lib.Unavailable as reason:
             peers[name] = peer_lib.PeerTiming(unavailable=str(reason))
+    x = inputs[0]
     copy_target = torch.empty_like(x)
     calls.append(functools.partial(copy_target.copy_, x))
     seconds = _times(calls, device, warmup, iters)
