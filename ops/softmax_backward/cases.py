@@ -9,9 +9,12 @@ import torch
 import operator_runtime as ort
 from operator_runtime_testing.api_errors import common_api_error_cases
 from operator_runtime_testing.cases import (
+    CONTIGUOUS,
     ApiErrorCase,
     BenchmarkCase,
+    Contiguous,
     CorrectnessCase,
+    Offset,
     OpSpec,
     Tolerance,
     tolerances,
@@ -62,6 +65,16 @@ def correctness_cases() -> list[CorrectnessCase]:
                             values=values)
             for dtype in DTYPES
             for name, values in extremes
+        ]
+        # Rows at the limit of what the nvidia register path's 512 threads hold on
+        # sm_90 (8192 f32, 16384 16-bit elements), starting on a vector boundary
+        # and one element past it (dy, y and out alike), which needs one vector more.
+        + [
+            CorrectnessCase(named(f"register_row_limit_{length}{where}", dtype), (spec((5, length), layout),) * 2,
+                            dtype, {"dim": -1}, out=layout)
+            for dtype in DTYPES
+            for length in (8192, 16384)
+            for where, layout in (("", CONTIGUOUS), ("_off_a_vector", Offset(Contiguous(), 1)))
         ]
         # Rows longer than a block holds, more of them than the GPU holds at once.
         + [
