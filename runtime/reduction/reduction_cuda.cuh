@@ -344,6 +344,18 @@ struct PackedElements {
   }
 };
 
+// Whether a launch walks 16-bit elements in vectors, which a register path may
+// hold as loaded (PackedElements).
+template <class T, int kVec>
+constexpr bool walks_half_words() {
+  return sizeof(T) == 2 && kVec > 1;
+}
+
+// How a register path holds a vector of kVec elements: as floats, or
+// (kPacked, 16-bit elements walked in vectors) as loaded, two to a word.
+template <class T, int kVec, bool kPacked>
+using HeldVector = std::conditional_t<kPacked, PackedElements<T, kVec>, float[kVec]>;
+
 // One row as a kernel walks it. Position p of the walk holds element p - lead
 // of the row, and positions outside [lead, lead + length) read as a fill value
 // and are never written. With lead the row's offset (in elements) past a vector

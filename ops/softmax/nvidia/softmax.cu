@@ -55,14 +55,6 @@ constexpr int max_vectors_per_thread(int vec) {
   return vec == 1 ? kMaxScalarsPerThread : kMaxFloatsPerThread / vec;
 }
 
-// Whether a launch walks 16-bit elements in vectors: the register path may then
-// hold them as loaded, two to a word (kHoldElements), and gives rows with
-// partial vectors kHalfWordVectorsPerThread vectors a thread.
-template <class T, int kVec>
-constexpr bool walks_half_words() {
-  return sizeof(T) == 2 && kVec > 1;
-}
-
 constexpr int kWarpRowsBlockThreads = 128;
 constexpr int kMinRowBlockThreads = 128;
 // Vectors (16-byte loads) each thread of the register path keeps in flight
@@ -103,7 +95,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   // 1; single elements may be written at any stride.
   using InputWalk = RowWalk<const T, kWholeVectors, int>;
   using OutputIndex = std::conditional_t<(kVec > 1), int, int64_t>;
-  using Held = std::conditional_t<kHoldElements, PackedElements<T, kVec>, float[kVec]>;
+  using Held = HeldVector<T, kVec, kHoldElements>;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   const int64_t rows_per_group = int64_t{team.teams_per_block()} * kRows;

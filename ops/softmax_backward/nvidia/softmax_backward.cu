@@ -55,11 +55,6 @@ OPRT_HOST_DEVICE constexpr int vectors_per_thread(int vec) { return vec > 4 ? 16
 constexpr int kRegisterVectorsPerThread = 4;
 constexpr int kWarpRowsBlockThreads = 128;
 
-// How the register path holds a vector of kVec elements of T.
-template <class T, int kVec>
-using HeldVector =
-    std::conditional_t<(sizeof(T) == 2 && kVec > 1), PackedElements<T, kVec>, float[kVec]>;
-
 template <class Team, class T, int kVec, int kHeld, bool kWholeVectors>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     softmax_backward_rows_in_registers(ReductionPlan plan, Team team, int64_t groups, T* out,
@@ -73,17 +68,18 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
     const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
     const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
     const int64_t end = active ? dy_walk.end() : 0;
-    HeldVector<T, kVec> g[kHeld], p[kHeld];
+    constexpr bool kPacked = walks_half_words<T, kVec>();
+    HeldVector<T, kVec, kPacked> g[kHeld], p[kHeld];
     float dot = 0.0f;
 #pragma unroll
     for (int j = 0; j < kHeld; ++j) {
       if (first + j * step < end) {
-        if constexpr (std::is_array_v<HeldVector<T, kVec>>) {
-          dy_walk.template load<kVec>(first + j * step, 0.0f, g[j]);
-          y_walk.template load<kVec>(first + j * step, 0.0f, p[j]);
-        } else {
+        if constexpr (kPacked) {
           dy_walk.template load_packed<kVec>(first + j * step, 0, g[j]);
           y_walk.template load_packed<kVec>(first + j * step, 0, p[j]);
+        } else {
+          dy_walk.template load<kVec>(first + j * step, 0.0f, g[j]);
+          y_walk.template load<kVec>(first + j * step, 0.0f, p[j]);
         }
 #pragma unroll
         for (int k = 0; k < kVec; ++k) dot += g[j][k] * p[j][k];
