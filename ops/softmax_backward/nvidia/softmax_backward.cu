@@ -15,8 +15,9 @@
 // first kernel writes each chunk's partial sum to the workspace, a second
 // combines a row's partial sums and writes its chunk.
 //
-// On Hopper and newer (sm_90+), rows of stride 1 longer than two blocks of an
-// SM hold in registers (fits_in_registers) take the cluster path instead, when
+// On Hopper and newer (sm_90+), rows of stride 1 that two blocks of an SM may
+// not hold in registers (fits_in_registers) are planned for the cluster path,
+// and take it unless their walk fits after all (fits_register_walk), when
 // a cluster of up to 16 blocks of at most kStagedChunkBytes each holds a row
 // (up to 147456 f32 or 294912 16-bit elements): each block copies its chunk of
 // dy and y into shared memory, the blocks add their partial sums through
@@ -319,14 +320,22 @@ size_t staged_bytes(int64_t chunk) {
 // ran at 97 % of the copy bandwidth on 512 threads against 91 % in clusters,
 // rows of 20000 at 74 % on 640 threads against 89 %; f32 rows of 8193 and
 // 10007 at 94 and 92 % in clusters against 71 and 75 % on 544 and 640 threads.
-// The host cannot see where rows start: a row that starts off a vector boundary
-// may need one vector more, and then a block of one more warp, alone on its SM
-// (bf16 16380 at an odd offset: 67 %, against 90 % in clusters).
+// The host cannot see where rows start, and a row that starts off a vector
+// boundary may need one vector more (a block of one more warp, alone on its SM:
+// bf16 16380 at an odd offset ran at 67 %). So prepare keeps the cluster plan
+// for every row that might not fit (fits_in_registers) and launch takes the
+// register path when the walk does fit (fits_register_walk). H100, rows of
+// 16378-16384 16-bit or 8190-8192 f32 that start off a boundary: 67-71 % ->
+// 84-93 % of the copy bandwidth; aligned rows of 16384 or 8192 unchanged.
 constexpr int kRegisterRowThreads = 512;
 template <class T>
 bool fits_in_registers(const ReductionPlan& plan) {
-  return ceil_div(plan.row_length, int64_t{kWide<T>}) <=
-         int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread;
+  return plan.row_length + kWide<T> - 1 <=
+         int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread * kWide<T>;
+}
+
+bool fits_register_walk(int64_t walk, int vec) {
+  return ceil_div(walk, int64_t{vec}) <= int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread;
 }
 
 // Chooses the cluster path (prepare_on_chip) when a cluster of at most
@@ -412,18 +421,22 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
     return dispatch_whole_vectors<kVec>(plan, dy, [&](auto whole, int64_t walk) {
       constexpr bool kWhole = decltype(whole)::value;
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-      if (plan.splits_share_cluster) {
+      if (plan.splits_share_cluster && !fits_register_walk(walk, kVec)) {
         launch_in_cluster<T, kVec, kWhole>(plan, out, dy, y, stream);
         return OPRT_SUCCESS;
       }
       if (plan.rows_per_round > 0) {
         return launch_across_grid<T, kVec, kWhole>(plan, partials, out, dy, y, stream);
       }
+      // A cluster plan whose walk fits runs on the register path, unsplit.
+      const bool split = plan.row_splits > 1 && !plan.splits_share_cluster;
+#else
+      const bool split = plan.row_splits > 1;
 #endif
       const int64_t vectors = ceil_div(walk, kVec);
       constexpr int kBlockHeld = kRegisterVectorsPerThread;
       constexpr int kLaneHeld = kBlockHeld / 2;
-      if (plan.row_splits > 1 || vectors > int64_t{kMaxBlockThreads} * kBlockHeld) {
+      if (split || vectors > int64_t{kMaxBlockThreads} * kBlockHeld) {
         launch_rows<BlockTeam, T, kVec, kWhole>(plan, walk, BlockTeam{},
                                                 dim3(kLongRowBlockThreads), plan.rows, partials,
                                                 out, dy, y, stream);
