@@ -442,12 +442,13 @@ struct RowWalk {
   }
 };
 
-// A RowWalk for kernels that only read the row: a partial vector is read as
-// the whole aligned vector holding it, the positions outside the row set to
-// fill, one access where element by element took up to kVec. The aligned
-// vector holds at least one of the row's elements, so it never crosses a page
-// and cannot fault; its other bytes may belong to neighbouring rows, which a
-// kernel writing in place would race with, hence read-only kernels alone.
+// A RowWalk for reading a row whose tensor no kernel writes meanwhile (reduce_sum,
+// softmax out of place): a partial vector is read as the whole aligned vector
+// holding it, the positions outside the row set to fill, one access where
+// element by element took up to kVec. The aligned vector holds at least one of
+// the row's elements, so it never crosses a page and cannot fault; its other
+// bytes may belong to neighbouring rows, which a kernel writing in place would
+// race with.
 template <class T, bool kWholeVectors, class Index = int64_t>
 struct MaskedRowWalk : RowWalk<const T, kWholeVectors, Index> {
   template <int kVec>
@@ -460,6 +461,22 @@ struct MaskedRowWalk : RowWalk<const T, kWholeVectors, Index> {
       if (!(this->holds(i) && this->holds(i + kVec - 1))) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) x[k] = this->holds(i + k) ? x[k] : fill;
+      }
+    }
+  }
+
+  template <int kVec, class Element>
+  __device__ void load_packed(Index p, uint16_t fill_bits, PackedElements<Element, kVec>& x) const {
+    const Index i = p - this->lead;
+    using Word = typename AccessWord<sizeof(Element) * kVec>::type;
+    const Word word = *reinterpret_cast<const Word*>(this->first + i);
+    memcpy(x.words, &word, sizeof(word));
+    if (!kWholeVectors && !(this->holds(i) && this->holds(i + kVec - 1))) {
+#pragma unroll
+      for (int k = 0; k < kVec; k += 2) {
+        const uint32_t low = this->holds(i + k) ? x.words[k / 2] & 0xffffu : fill_bits;
+        const uint32_t high = this->holds(i + k + 1) ? x.words[k / 2] >> 16 : fill_bits;
+        x.words[k / 2] = low | high << 16;
       }
     }
   }
