@@ -92,6 +92,12 @@ def correctness_cases() -> list[CorrectnessCase]:
         # holds each whole in a block of 1024 threads (one element at a time when odd).
         ("rows_of_one_block_odd", spec((160, 24577)), {}),
         ("rows_of_one_block_in_place", spec((140, 32768)), {"in_place": 0}),
+        # In place with partial vectors: the nvidia register path reads the edges
+        # element by element there (out of place, whole and masked), on a warp, a
+        # block, and a block holding 16-bit elements as loaded.
+        ("warp_rows_odd_in_place", spec((96, 777)), {"in_place": 0}),
+        ("block_rows_odd_in_place", spec((48, 3001)), {"in_place": 0}),
+        ("held_rows_odd_in_place", spec((33, 12345)), {"in_place": 0}),
     ]
     return (
         axis_cases(keeps_axis=True)
