@@ -328,14 +328,14 @@ size_t staged_bytes(int64_t chunk) {
 // 16378-16384 16-bit or 8190-8192 f32 that start off a boundary: 67-71 % ->
 // 84-93 % of the copy bandwidth; aligned rows of 16384 or 8192 unchanged.
 constexpr int kRegisterRowThreads = 512;
-template <class T>
-bool fits_in_registers(const ReductionPlan& plan) {
-  return plan.row_length + kWide<T> - 1 <=
-         int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread * kWide<T>;
-}
-
 bool fits_register_walk(int64_t walk, int vec) {
   return ceil_div(walk, int64_t{vec}) <= int64_t{kRegisterRowThreads} * kRegisterVectorsPerThread;
+}
+
+// The longest walk a row of plan.row_length may need: kWide - 1 positions of lead.
+template <class T>
+bool fits_in_registers(const ReductionPlan& plan) {
+  return fits_register_walk(plan.row_length + kWide<T> - 1, kWide<T>);
 }
 
 // Chooses the cluster path (prepare_on_chip) when a cluster of at most
@@ -428,11 +428,9 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
       if (plan.rows_per_round > 0) {
         return launch_across_grid<T, kVec, kWhole>(plan, partials, out, dy, y, stream);
       }
+#endif
       // A cluster plan whose walk fits runs on the register path, unsplit.
       const bool split = plan.row_splits > 1 && !plan.splits_share_cluster;
-#else
-      const bool split = plan.row_splits > 1;
-#endif
       const int64_t vectors = ceil_div(walk, kVec);
       constexpr int kBlockHeld = kRegisterVectorsPerThread;
       constexpr int kLaneHeld = kBlockHeld / 2;
