@@ -92,9 +92,11 @@ def correctness_cases() -> list[CorrectnessCase]:
         # holds each whole in a block of 1024 threads (one element at a time when odd).
         ("rows_of_one_block_odd", spec((160, 24577)), {}),
         ("rows_of_one_block_in_place", spec((140, 32768)), {"in_place": 0}),
-        # In place with partial vectors: the nvidia register path reads the edges
-        # element by element there (out of place, whole and masked), on a warp, a
-        # block, and a block holding 16-bit elements as loaded.
+        # Partial vectors in place: the nvidia register path reads a warp's edges
+        # element by element there (out of place, whole and masked); blocks peel
+        # them, in and out of place, every row at another lead. On a warp, a block,
+        # and a block holding 16-bit elements as loaded.
+        ("block_rows_odd_misaligned", spec((40, 2047), Offset(Contiguous(), 5)), {}),
         ("warp_rows_odd_in_place", spec((96, 777)), {"in_place": 0}),
         ("block_rows_odd_in_place", spec((48, 3001)), {"in_place": 0}),
         ("held_rows_odd_in_place", spec((33, 12345)), {"in_place": 0}),

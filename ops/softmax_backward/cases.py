@@ -76,6 +76,15 @@ def correctness_cases() -> list[CorrectnessCase]:
             for length in (8192, 16384)
             for where, layout in (("", CONTIGUOUS), ("_off_a_vector", Offset(Contiguous(), 1)))
         ]
+        # Odd rows on the nvidia register path's blocks, which peel each row's
+        # partial first and last vectors (every row at another lead), written
+        # over dy and over y.
+        + [
+            CorrectnessCase(named(name, dtype), (spec((40, 3001)),) * 2, dtype, {"dim": -1},
+                            in_place=which)
+            for dtype in DTYPES
+            for name, which in (("block_rows_odd_in_place_dy", 0), ("block_rows_odd_in_place_y", 1))
+        ]
         # Rows longer than a block holds, more of them than the GPU holds at once.
         + [
             CorrectnessCase(named("many_long_rows", dtype), (spec((300, 40001)),) * 2, dtype,

@@ -493,6 +493,49 @@ __device__ inline int vector_lead(const T* p) {
   }
 }
 
+// A row of stride 1 with its partial first and last vectors peeled off, as a
+// team of at least 2 * kVec members walks it: the body, the whole aligned
+// vectors between the edges, is walked in slots without any check (a RowWalk of
+// whole vectors starting at body_begin), and the edges' elements, fewer than
+// kVec at each end, are held one per member, members 0 .. kVec - 1 the first
+// edge's and kVec .. 2 * kVec - 1 the last edge's. Nothing outside the row is
+// read, so a kernel may write it in place. Where RowWalk checks every slot of a
+// row with partial vectors, this checks once per row.
+template <int kVec>
+struct PeeledRow {
+  int body_begin;   // row element at which the body starts: the first vector boundary
+  int body_length;  // elements of the body, a multiple of kVec
+  int edge;         // the row element this member holds beside the body, or -1
+
+  template <class T>
+  __device__ static PeeledRow of(const T* first, int length, int member) {
+    const int head = min((kVec - vector_lead<kVec>(first)) % kVec, length);
+    const int body_length = (length - head) / kVec * kVec;
+    const int tail = member - kVec + head + body_length;
+    int edge = -1;
+    if (member < head) {
+      edge = member;
+    } else if (member >= kVec && tail < length) {
+      edge = tail;
+    }
+    return PeeledRow{head, body_length, edge};
+  }
+
+  // The walk of the body of a row whose element 0 is `first`: the row of an
+  // input, or of the output, which sit at one lead.
+  template <class Index = int64_t, class T>
+  __device__ RowWalk<T, true, Index> body(T* first) const {
+    return {first + body_begin, 1, body_length, 0};
+  }
+};
+
+// How a register path reads a row's partial first and last vectors.
+enum class PartialVectors {
+  kElementwise,  // element by element (RowWalk)
+  kMasked,       // read whole and masked (MaskedRowWalk): out of place only
+  kPeeled,       // out of the slots, an element per member (PeeledRow): block teams
+};
+
 // The walks of row `row`'s input and output. They share one lead: the host
 // takes vectors only when in and out rows sit at the same offset from a vector
 // boundary (rows_take_vectors). The input's Index: as RowWalk's (int for
