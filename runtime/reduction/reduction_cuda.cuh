@@ -464,22 +464,6 @@ struct MaskedRowWalk : RowWalk<const T, kWholeVectors, Index> {
       }
     }
   }
-
-  template <int kVec, class Element>
-  __device__ void load_packed(Index p, uint16_t fill_bits, PackedElements<Element, kVec>& x) const {
-    const Index i = p - this->lead;
-    using Word = typename AccessWord<sizeof(Element) * kVec>::type;
-    const Word word = *reinterpret_cast<const Word*>(this->first + i);
-    memcpy(x.words, &word, sizeof(word));
-    if (!kWholeVectors && !(this->holds(i) && this->holds(i + kVec - 1))) {
-#pragma unroll
-      for (int k = 0; k < kVec; k += 2) {
-        const uint32_t low = this->holds(i + k) ? x.words[k / 2] & 0xffffu : fill_bits;
-        const uint32_t high = this->holds(i + k + 1) ? x.words[k / 2] >> 16 : fill_bits;
-        x.words[k / 2] = low | high << 16;
-      }
-    }
-  }
 };
 
 // Elements of T from the last kVec-aligned address at or below p to p (p is

@@ -725,10 +725,11 @@ oprt_status_t launch_register_rows(const ReductionPlan& plan, int64_t walk, T* o
 
 // Warp teams on 16-bit rows with partial vectors read their first and last
 // vectors whole and masked unless the call is in place: the bytes outside a row
-// then belong to rows that other blocks write. H100, 256 MiB per point: bf16
-// rows of 1025-7001 elements ran 1.02-1.10x faster (79-98 % -> 85-100 % of
-// copy), 8191-32761 1.01-1.04x. f32 rows, whose partial vectors hold at most three
-// elements, ran masked up to 1.56x slower (16383: 96 -> 62 %) and are read
+// then belong to rows that other blocks write. Measured while block teams read
+// them so too (H100, 256 MiB per point): bf16 rows of 1025-7001 elements ran
+// 1.02-1.10x faster than element by element, 8191-32761 1.01-1.04x; rows on
+// warps were not measured apart. f32 rows, whose partial vectors hold at most
+// three elements, ran masked up to 1.56x slower (16383: 96 -> 62 %) and are read
 // element by element there. Block teams peel the edges (block_edges).
 template <class T, int kVec, bool kWholeVectors>
 oprt_status_t launch_in_registers(const ReductionPlan& plan, int64_t walk, T* out, const T* in,
