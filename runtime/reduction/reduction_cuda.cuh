@@ -511,6 +511,12 @@ struct PeeledRow {
   __device__ RowWalk<T, true, Index> body(T* first) const {
     return {first + body_begin, 1, body_length, 0};
   }
+
+  // This member's edge element of the row at `first`, as a float; fill where none.
+  template <class T>
+  __device__ float load_edge(const T* first, float fill) const {
+    return edge >= 0 ? to_float(first[edge]) : fill;
+  }
 };
 
 // How a register path reads a row's partial first and last vectors.

@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
                                         team.member());
         rows[r] = peeled[r].template body<int>(row_first);
         outs[r] += peeled[r].body_begin;
-        edge[r] = peeled[r].edge >= 0 ? to_float(row_first[peeled[r].edge]) : -INFINITY;
+        edge[r] = peeled[r].load_edge(row_first, -INFINITY);
         max.lanes[r] = edge[r];
       } else {
         rows[r] = InputWalk{active ? input_walk<kVec, kWholeVectors, int>(plan, in, start)

@@ -94,10 +94,8 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
       dy_walk = peeled.body(dy + start.in);
       y_walk = peeled.body(y + start.second_in);
       out_walk = peeled.body(out + start.out);
-      if (peeled.edge >= 0) {
-        edge_dy = to_float(dy[start.in + peeled.edge]);
-        edge_y = to_float(y[start.second_in + peeled.edge]);
-      }
+      edge_dy = peeled.load_edge(dy + start.in, 0.0f);
+      edge_y = peeled.load_edge(y + start.second_in, 0.0f);
     } else {
       dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
       y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
