@@ -512,6 +512,12 @@ struct PeeledRow {
     return {first + body_begin, 1, body_length, 0};
   }
 
+  // The most whole vectors the body of a row of `length` elements holds: the
+  // slots a team needs for a peeled row (its walk takes up to kVec - 1 more).
+  static constexpr int64_t max_body_vectors(int64_t length) {
+    return length / kVec > 1 ? length / kVec : 1;
+  }
+
   // This member's edge element of the row at `first`, as a float; fill where none.
   template <class T>
   __device__ float load_edge(const T* first, float fill) const {

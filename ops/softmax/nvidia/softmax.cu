@@ -83,15 +83,16 @@ constexpr int rows_per_team(int vectors_per_thread, int vec, bool whole_vectors)
                                kMaxFloatsPerThread / (vectors_per_thread * vec)}));
 }
 
-// Block teams peel the partial vectors of 16-bit rows (PeeledRow), which leaves
-// every slot a whole vector read and written without checks. H200, 256 MiB per
-// point: bf16 and f16 rows of 1025-7001 elements ran 1.14-1.23x faster, 8191-32761
-// 1.40-1.60x (8191: 2784 -> 3973 GB/s), aligned rows as before; f32 rows peeled
-// ran 0.94-1.02x and keep their edges element by element.
+// Block teams peel the partial vectors of rows (PeeledRow), which leaves every
+// slot a whole vector read and written without checks. H200, 256 MiB per point:
+// bf16 and f16 rows of 1025-7001 elements ran 1.14-1.23x faster, 8191-32761
+// 1.40-1.60x (8191: 2784 -> 3973 GB/s), aligned rows as before. f32 rows peeled
+// ran 0.94-1.02x while blocks were sized by the walk (length + 3); sized by the
+// body, f32 16383 takes 512 threads instead of 544, two blocks an SM instead of
+// one, and ran 1.04x on an H100 (2799 -> 2907 GB/s), other f32 lengths 1.00-1.01x.
 template <class T, int kVec, bool kWholeVectors>
 constexpr PartialVectors block_edges() {
-  return !kWholeVectors && walks_half_words<T, kVec>() ? PartialVectors::kPeeled
-                                                        : PartialVectors::kElementwise;
+  return !kWholeVectors && kVec > 1 ? PartialVectors::kPeeled : PartialVectors::kElementwise;
 }
 
 // kHoldElements: each thread holds its 16-bit elements as loaded (PackedElements)
@@ -684,12 +685,16 @@ oprt_status_t launch_register_rows(const ReductionPlan& plan, int64_t walk, T* o
       return OPRT_SUCCESS;
     });
   }
+  // Block teams are sized by the slots a row needs: a peeled row's body only.
+  const int64_t slot_vectors = kBlockEdges == PartialVectors::kPeeled
+                                   ? PeeledRow<kVec>::max_body_vectors(plan.row_length)
+                                   : vectors;
   if constexpr (walks_half_words<T, kVec>()) {
     if (walk > kHeldElementsFromRow) {
       // Twice the vectors per thread that floats would take, and just enough whole
       // warps to hold the row (at least kHeldElementsFromRow / 64 = 128).
       constexpr int kPerThread = 2 * kMaxPerThread;
-      const int64_t threads = ceil_div(ceil_div(vectors, kPerThread), kWarpSize) * kWarpSize;
+      const int64_t threads = ceil_div(ceil_div(slot_vectors, kPerThread), kWarpSize) * kWarpSize;
       softmax_rows_in_registers<BlockTeam, T, kVec, kPerThread, 1, kWholeVectors, true,
                                 kBlockEdges>
           <<<row_grid(plan.rows, 1), static_cast<unsigned>(threads), 0, stream>>>(
@@ -708,12 +713,12 @@ oprt_status_t launch_register_rows(const ReductionPlan& plan, int64_t walk, T* o
   int per_thread = walks_half_words<T, kVec>() && !kWholeVectors ? kHalfWordVectorsPerThread
                                                                    : kMaxPerThread;
   while (per_thread > kRegisterVectorsPerThread &&
-         ceil_div(vectors, per_thread) < kMinRowBlockThreads) {
+         ceil_div(slot_vectors, per_thread) < kMinRowBlockThreads) {
     per_thread /= 2;
   }
   const int64_t threads = std::min<int64_t>(
-      ceil_div(ceil_div(vectors, per_thread), kWarpSize) * kWarpSize, kMaxBlockThreads);
-  per_thread = static_cast<int>(ceil_div(vectors, threads));
+      ceil_div(ceil_div(slot_vectors, per_thread), kWarpSize) * kWarpSize, kMaxBlockThreads);
+  per_thread = static_cast<int>(ceil_div(slot_vectors, threads));
   return dispatch_pow2<kMaxPerThread>(per_thread, [&](auto per) {
     softmax_rows_in_registers<BlockTeam, T, kVec, decltype(per)::value, 1, kWholeVectors, false,
                               kBlockEdges>

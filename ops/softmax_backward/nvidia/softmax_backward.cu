@@ -487,10 +487,15 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
           return OPRT_SUCCESS;
         });
       }
-      // Just enough whole warps for kBlockHeld vectors per thread.
+      // Just enough whole warps for kBlockHeld vectors per thread; a peeled row's
+      // slots hold only its body's whole vectors (sized by the walk instead, bf16
+      // rows of 1025, 2047 and 8191 ran 1.05-1.09x slower on an H100).
+      constexpr bool kPeeled = block_edges<T, kVec, kWhole>() == PartialVectors::kPeeled;
+      const int64_t slot_vectors =
+          kPeeled ? PeeledRow<kVec>::max_body_vectors(plan.row_length) : vectors;
       const auto threads = static_cast<unsigned>(
-          ceil_div(ceil_div(vectors, kBlockHeld), kWarpSize) * kWarpSize);
-      const auto held_per_thread = static_cast<int>(ceil_div(vectors, threads));
+          ceil_div(ceil_div(slot_vectors, kBlockHeld), kWarpSize) * kWarpSize);
+      const auto held_per_thread = static_cast<int>(ceil_div(slot_vectors, threads));
       return dispatch_pow2<kBlockHeld>(held_per_thread, [&](auto held) {
         softmax_backward_rows_in_registers<BlockTeam, T, kVec, decltype(held)::value, kWhole,
                                            block_edges<T, kVec, kWhole>()>
