@@ -512,12 +512,6 @@ struct PeeledRow {
     return {first + body_begin, 1, body_length, 0};
   }
 
-  // The most whole vectors the body of a row of `length` elements holds: the
-  // slots a team needs for a peeled row (its walk takes up to kVec - 1 more).
-  static constexpr int64_t max_body_vectors(int64_t length) {
-    return length / kVec > 1 ? length / kVec : 1;
-  }
-
   // This member's edge element of the row at `first`, as a float; fill where none.
   template <class T>
   __device__ float load_edge(const T* first, float fill) const {
@@ -531,6 +525,29 @@ enum class PartialVectors {
   kMasked,       // read whole and masked (MaskedRowWalk): out of place only
   kPeeled,       // out of the slots, an element per member (PeeledRow): block teams
 };
+
+// How the block teams of softmax's and softmax_backward's register paths read
+// rows with partial vectors: they peel them, which leaves every slot a whole
+// vector read and written without checks. H200, 256 MiB per point: softmax bf16
+// and f16 rows of 1025-7001 elements ran 1.14-1.23x faster, 8191-32761
+// 1.40-1.60x; softmax_backward bf16 1025 1.17x, f32 1025-5003 1.07-1.13x. f32
+// softmax rows peeled ran 0.94-1.02x while blocks were sized by the walk, and
+// 16383 1.04x (H100) once sized by the body (block_slot_vectors).
+template <int kVec, bool kWholeVectors>
+constexpr PartialVectors block_edges() {
+  return !kWholeVectors && kVec > 1 ? PartialVectors::kPeeled : PartialVectors::kElementwise;
+}
+
+// Vectors a block team's slots must hold for a row of `length` elements whose
+// walk covers `walk_vectors`: a peeled row's body only, at most length / kVec
+// whole vectors (sized by the walk, up to kVec - 1 positions longer, f32 rows of
+// 16383 took 544 threads, one block an SM, where 512 hold them).
+template <int kVec, bool kWholeVectors>
+constexpr int64_t block_slot_vectors(int64_t length, int64_t walk_vectors) {
+  return block_edges<kVec, kWholeVectors>() == PartialVectors::kPeeled
+             ? std::max<int64_t>(1, length / kVec)
+             : walk_vectors;
+}
 
 // The walks of row `row`'s input and output. They share one lead: the host
 // takes vectors only when in and out rows sit at the same offset from a vector

@@ -83,18 +83,6 @@ constexpr int rows_per_team(int vectors_per_thread, int vec, bool whole_vectors)
                                kMaxFloatsPerThread / (vectors_per_thread * vec)}));
 }
 
-// Block teams peel the partial vectors of rows (PeeledRow), which leaves every
-// slot a whole vector read and written without checks. H200, 256 MiB per point:
-// bf16 and f16 rows of 1025-7001 elements ran 1.14-1.23x faster, 8191-32761
-// 1.40-1.60x (8191: 2784 -> 3973 GB/s), aligned rows as before. f32 rows peeled
-// ran 0.94-1.02x while blocks were sized by the walk (length + 3); sized by the
-// body, f32 16383 takes 512 threads instead of 544, two blocks an SM instead of
-// one, and ran 1.04x on an H100 (2799 -> 2907 GB/s), other f32 lengths 1.00-1.01x.
-template <class T, int kVec, bool kWholeVectors>
-constexpr PartialVectors block_edges() {
-  return !kWholeVectors && kVec > 1 ? PartialVectors::kPeeled : PartialVectors::kElementwise;
-}
-
 // kHoldElements: each thread holds its 16-bit elements as loaded (PackedElements)
 // instead of their exponentials as floats, and computes each exponential again
 // when it writes it: half the registers, so a block of half the threads holds the
@@ -663,7 +651,7 @@ template <class T, int kVec, bool kWholeVectors, PartialVectors kWarpEdges>
 oprt_status_t launch_register_rows(const ReductionPlan& plan, int64_t walk, T* out, const T* in,
                                    cudaStream_t stream) {
   constexpr int kMaxPerThread = max_vectors_per_thread(kVec);
-  constexpr PartialVectors kBlockEdges = block_edges<T, kVec, kWholeVectors>();
+  constexpr PartialVectors kBlockEdges = block_edges<kVec, kWholeVectors>();
   const int64_t vectors = ceil_div(walk, kVec);
   if constexpr (kVec > 1) {
     if (rows_are_packed<T, kWholeVectors>(plan)) return launch_packed_rows<T, kVec>(plan, out, in, stream);
@@ -685,10 +673,7 @@ oprt_status_t launch_register_rows(const ReductionPlan& plan, int64_t walk, T* o
       return OPRT_SUCCESS;
     });
   }
-  // Block teams are sized by the slots a row needs: a peeled row's body only.
-  const int64_t slot_vectors = kBlockEdges == PartialVectors::kPeeled
-                                   ? PeeledRow<kVec>::max_body_vectors(plan.row_length)
-                                   : vectors;
+  const int64_t slot_vectors = block_slot_vectors<kVec, kWholeVectors>(plan.row_length, vectors);
   if constexpr (walks_half_words<T, kVec>()) {
     if (walk > kHeldElementsFromRow) {
       // Twice the vectors per thread that floats would take, and just enough whole

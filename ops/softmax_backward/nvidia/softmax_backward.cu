@@ -58,16 +58,6 @@ OPRT_HOST_DEVICE constexpr int vectors_per_thread(int vec) { return vec > 4 ? 16
 constexpr int kRegisterVectorsPerThread = 4;
 constexpr int kWarpRowsBlockThreads = 128;
 
-// Block teams peel the partial vectors of rows (PeeledRow), which leaves every
-// slot a whole vector of dy, y and the output read and written without checks.
-// H200, 256 MiB per 16-bit input: bf16 rows of 1025 elements ran 1.17x faster,
-// f32 rows of 1025-5003 1.07-1.13x, the rest within the call's drift (0.95-1.00x,
-// aligned rows, whose kernels did not change, 0.96-0.98x).
-template <class T, int kVec, bool kWholeVectors>
-constexpr PartialVectors block_edges() {
-  return !kWholeVectors && kVec > 1 ? PartialVectors::kPeeled : PartialVectors::kElementwise;
-}
-
 // kEdges: kPeeled or kElementwise, how a row's partial first and last vectors
 // are read (rows with partial vectors; launches of whole vectors have none).
 template <class Team, class T, int kVec, int kHeld, bool kWholeVectors, PartialVectors kEdges>
@@ -487,18 +477,16 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
           return OPRT_SUCCESS;
         });
       }
-      // Just enough whole warps for kBlockHeld vectors per thread; a peeled row's
-      // slots hold only its body's whole vectors (sized by the walk instead, bf16
-      // rows of 1025, 2047 and 8191 ran 1.05-1.09x slower on an H100).
-      constexpr bool kPeeled = block_edges<T, kVec, kWhole>() == PartialVectors::kPeeled;
-      const int64_t slot_vectors =
-          kPeeled ? PeeledRow<kVec>::max_body_vectors(plan.row_length) : vectors;
+      // Just enough whole warps for kBlockHeld vectors per thread (sized by the
+      // walk instead of block_slot_vectors, bf16 rows of 1025, 2047 and 8191 ran
+      // 1.05-1.09x slower on an H100).
+      const int64_t slot_vectors = block_slot_vectors<kVec, kWhole>(plan.row_length, vectors);
       const auto threads = static_cast<unsigned>(
           ceil_div(ceil_div(slot_vectors, kBlockHeld), kWarpSize) * kWarpSize);
       const auto held_per_thread = static_cast<int>(ceil_div(slot_vectors, threads));
       return dispatch_pow2<kBlockHeld>(held_per_thread, [&](auto held) {
         softmax_backward_rows_in_registers<BlockTeam, T, kVec, decltype(held)::value, kWhole,
-                                           block_edges<T, kVec, kWhole>()>
+                                           block_edges<kVec, kWhole>()>
             <<<row_grid(plan.rows, 1), threads, 0, stream>>>(plan, BlockTeam{}, plan.rows, out,
                                                              dy, y);
         return OPRT_SUCCESS;
