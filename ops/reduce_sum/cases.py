@@ -77,6 +77,18 @@ def correctness_cases() -> list[CorrectnessCase]:
         for name, shape, dim in (("7_x_3001", (7, 3001), 0), ("33_x_1027", (33, 1027), 0),
                                  ("100_x_1000", (100, 1000), 0), ("20_in_lines", (3, 20, 515), 1))
     ]
+    # Leading axes of contiguous inputs whose column count no vector divides:
+    # the GPU folds 2, 4 or 8 lines of 16-bit columns into one line of whole
+    # vectors (1030 columns: 4), over axes that leave 0 to 7 lines unfolded and
+    # a few columns on a long axis (folded sums in chunks); misaligned, the same
+    # plan unfolded; 64 x 3001 too short an axis to fold; f32 never folds.
+    folded_lines = [
+        CorrectnessCase(named(f"axis_0_folded_{length}_x_{columns}{'_offset_1' if offset else ''}", dtype),
+                        (spec((length, columns), Offset(Contiguous(), offset)),), dtype, {"dim": 0})
+        for dtype in DTYPES
+        for length, columns, offset in ((20003, 37, 0), (1003, 1030, 0), (999, 4100, 0),
+                                        (64, 3001, 0), (1001, 37, 1))
+    ]
     # Rows of exactly eight 16-byte vectors, summed four at a time by teams of
     # eight lanes (sum_short_rows), in a row count that leaves a block's last
     # teams past the end.
@@ -98,7 +110,7 @@ def correctness_cases() -> list[CorrectnessCase]:
         for name, values in extremes
     ]
     return (axis_cases(keeps_axis=False) + columns_off_vectors + short_axis_many_columns
-            + rows_of_8_vectors + rows_of_one_block + extreme_rows)
+            + folded_lines + rows_of_8_vectors + rows_of_one_block + extreme_rows)
 
 
 def api_error_cases():

@@ -10,11 +10,15 @@
 // a time through shared memory instead (sum_packed_rows). Other axes use ColumnTeams:
 // neighbouring threads take neighbouring rows (16 bytes' worth of them per
 // thread when the rows are the contiguous inner dimension) and walk the axis
-// together, so a warp reads consecutive memory.
+// together, so a warp reads consecutive memory; a contiguous input whose column
+// count no vector divides is read as fewer, longer lines that one divides (fold_lines).
 // When there are too few rows to fill the GPU, each row is cut into chunks whose
 // partial sums go to the workspace and a second kernel adds them in a fixed
 // order, so results are deterministic.
 #include <cuda_runtime.h>
+
+#include <cstdint>
+#include <numeric>
 
 #include "runtime/reduction/packed_rows_cuda.cuh"
 #include "runtime/reduction/reduction_cuda.cuh"
@@ -161,8 +165,9 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 // innermost dimension has stride 1) over its share of the chunk, loading
 // kUnroll positions of the axis before adding any, so several loads are in
 // flight. kAligned: every group is kVec whole rows in one aligned 16-byte
-// vector at every position (columns_are_vector_aligned), loaded as one;
-// otherwise (an odd column count, say) a group's columns may start anywhere in
+// vector at every position (columns_are_vector_aligned, or a folded launch),
+// loaded as one; otherwise (odd f32 column counts, an odd count in lines repeated
+// along an outer dimension, or an input off a 16-byte boundary) a group's columns may start anywhere in
 // a vector, and the last group of each line of columns may be partial: the
 // loads stay 16 bytes' worth per thread, which a column per thread was not
 // (bf16 with 268436 columns: 1.6 TB/s against torch's 3.4). 16-bit groups are
@@ -170,8 +175,9 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 // (load_floats_unaligned), f32 groups loaded column by column: on the H100,
 // odd column counts (33 to 65521) ran 1.02-1.07x faster shifted in bf16 and
 // 0.85-0.97x in f32.
-// kVec == 1: rows of any layout.
-template <class T, int kVec, bool kAligned>
+// kVec == 1: rows of any layout. kToWorkspace: every sum goes to partials,
+// even unsplit (a folded launch, fold_lines).
+template <class T, int kVec, bool kAligned, bool kToWorkspace = false>
 __global__ void __launch_bounds__(kMaxBlockThreads)
     sum_columns(ReductionPlan plan, int64_t groups, int64_t chunk, float* partials, T* out,
                 const T* in) {
@@ -238,7 +244,7 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         if (k >= count) break;
-        if (gridDim.y == 1) {
+        if (!kToWorkspace && gridDim.y == 1) {
           out[start.out + k * out_step] = from_float<T>(total.lanes[k]);
         } else {
           partials[blockIdx.y * plan.rows + first_row + k] = total.lanes[k];
@@ -318,19 +324,23 @@ void launch_packed_rows(const ReductionPlan& plan, T* out, const T* in, cudaStre
   });
 }
 
-// Adds each row's chunk sums in a fixed order, so results stay deterministic:
-// a team of lanes per row (up to a warp, as many as chunks), each adding every
-// team.width()-th chunk, then a butterfly. One thread walking a row's many
-// chunks waited on each workspace load in turn.
+// Adds each row's partial sums in a fixed order, so results stay deterministic:
+// a team of lanes per row (up to a warp, as many as parts), each adding every
+// team.width()-th part (partials[part * plan.rows + row]: a chunk's sum, or a
+// fold's line's per chunk), then a butterfly. One thread walking a row's many
+// chunks waited on each workspace load in turn. A folded launch leaves the
+// last row_length % lines positions of each row to be read here, from `in`.
 template <class T>
 __global__ void __launch_bounds__(kMaxBlockThreads)
-    sum_chunks(ReductionPlan plan, WarpTeams team, int64_t groups, const float* partials, T* out) {
+    sum_chunks(ReductionPlan plan, WarpTeams team, int64_t groups, int64_t parts,
+               int64_t first_unfolded, const float* partials, T* out, const T* in) {
+  const int64_t terms = parts + plan.row_length - first_unfolded;
   for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
     const int64_t row = group * team.teams_per_block() + team.slot();
     float sum = 0.0f;
-    for (int64_t split = team.member(); row < plan.rows && split < plan.row_splits;
-         split += team.width()) {
-      sum += partials[split * plan.rows + row];
+    for (int64_t term = team.member(); row < plan.rows && term < terms; term += team.width()) {
+      sum += term < parts ? partials[term * plan.rows + row]
+                          : to_float(in[row + (first_unfolded + term - parts) * plan.in_axis_stride]);
     }
     sum = team.reduce(sum, AddOp{});
     if (row < plan.rows && team.member() == 0) {
@@ -339,27 +349,73 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
   }
 }
 
+// Lines of columns that a launch folds into one (0: none). A contiguous
+// `row_length x rows` input of 16-bit columns whose count no vector divides is
+// read as `row_length / lines` lines of `rows * lines` columns, a multiple of
+// the vector width: every group is then one aligned vector at every position,
+// read once, where unfolded it straddles two. Column c of the input is column
+// c + p * rows (p < lines) of the folded lines, whose sums sum_chunks adds with
+// the last row_length % lines lines. f32 stays unfolded: its groups load
+// column by column at 2.4-2.7 TB/s already, and on the H100 folding ran
+// 0.62-0.95x at 33 to 1000 columns (lines times the parts for sum_chunks to add
+// along long axes) and at most 1.03x elsewhere; bf16 ran 1.07-1.37x at 4000 to
+// 1000003 columns and 1.00-1.01x below.
+template <class T>
+int64_t fold_lines(const ReductionPlan& plan) {
+  const RowOffsets& offsets = plan.row_offsets;
+  if (sizeof(T) != 2 || offsets.ndim != 1 || offsets.in_strides[0] != 1 ||
+      plan.in_axis_stride != plan.rows) {
+    return 0;
+  }
+  const int64_t lines = kWide<T> / std::gcd(plan.rows, int64_t{kWide<T>});
+  // The folded sums cost 8 bytes a column per line folded (written, then read):
+  // fold only where that is at most an eighth of the bytes read.
+  if (lines == 1 || plan.row_length * int64_t{sizeof(T)} < 64 * lines) return 0;
+  return lines;
+}
+
+// The plan of a folded launch: `lines` lines of plan's columns make one.
+ReductionPlan folded_plan(const ReductionPlan& plan, int64_t lines) {
+  ReductionPlan folded = plan;
+  folded.rows = plan.rows * lines;
+  folded.row_length = plan.row_length / lines;
+  folded.in_axis_stride = folded.rows;
+  folded.row_offsets.sizes[0] = folded.rows;
+  return folded;
+}
+
 template <class T>
 oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T* in,
                      cudaStream_t stream) {
+  int64_t parts = plan.row_splits;
+  int64_t first_unfolded = plan.row_length;
   if (plan.in_axis_stride != 1) {
-    const int64_t chunk = chunk_length(plan.row_length, plan.row_splits);
-    const auto launch_columns = [&](auto vec, auto aligned) {
+    const auto launch_columns = [&](const ReductionPlan& columns, auto vec, auto aligned,
+                                    auto to_workspace) {
       constexpr int kVec = decltype(vec)::value;
-      const int64_t line = kVec == 1 ? 1 : plan.row_offsets.sizes[0];
-      const int64_t column_groups = plan.rows / line * ceil_div(line, int64_t{kVec});
-      const dim3 block = column_block_of(sum_columns_slots(column_groups, plan.row_length));
+      const int64_t chunk = chunk_length(columns.row_length, columns.row_splits);
+      const int64_t line = kVec == 1 ? 1 : columns.row_offsets.sizes[0];
+      const int64_t column_groups = columns.rows / line * ceil_div(line, int64_t{kVec});
+      const dim3 block = column_block_of(sum_columns_slots(column_groups, columns.row_length));
       const int64_t groups = ceil_div(column_groups, block.x);
-      sum_columns<T, kVec, decltype(aligned)::value>
-          <<<row_grid(groups, plan.row_splits), block, 0, stream>>>(plan, groups, chunk, partials,
-                                                                    out, in);
+      sum_columns<T, kVec, decltype(aligned)::value, decltype(to_workspace)::value>
+          <<<row_grid(groups, columns.row_splits), block, 0, stream>>>(columns, groups, chunk,
+                                                                       partials, out, in);
     };
-    if (columns_are_vector_aligned(plan, in, kVectorBytes)) {
-      launch_columns(std::integral_constant<int, kWide<T>>{}, std::true_type{});
+    const int64_t lines = fold_lines<T>(plan);
+    if (lines > 0 && reinterpret_cast<uintptr_t>(in) % kVectorBytes == 0) {
+      launch_columns(folded_plan(plan, lines), std::integral_constant<int, kWide<T>>{},
+                     std::true_type{}, std::true_type{});
+      parts = plan.row_splits * lines;
+      first_unfolded = plan.row_length / lines * lines;
+    } else if (columns_are_vector_aligned(plan, in, kVectorBytes)) {
+      launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::true_type{},
+                     std::false_type{});
     } else if (rows_are_neighbours(plan)) {
-      launch_columns(std::integral_constant<int, kWide<T>>{}, std::false_type{});
+      launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::false_type{},
+                     std::false_type{});
     } else {
-      launch_columns(std::integral_constant<int, 1>{}, std::true_type{});
+      launch_columns(plan, std::integral_constant<int, 1>{}, std::true_type{}, std::false_type{});
     }
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
@@ -406,12 +462,13 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
       });
     }));
   }
-  if (plan.row_splits > 1) {
+  if (parts > 1) {
     constexpr int kThreads = 256;
-    const int lanes = next_pow2(std::min<int64_t>(plan.row_splits, kWarpSize));
+    const int64_t terms = parts + plan.row_length - first_unfolded;
+    const int lanes = next_pow2(std::min<int64_t>(terms, kWarpSize));
     const int64_t groups = ceil_div(plan.rows, kThreads / lanes);
-    sum_chunks<T><<<row_grid(groups, 1), kThreads, 0, stream>>>(plan, WarpTeams{lanes}, groups,
-                                                                 partials, out);
+    sum_chunks<T><<<row_grid(groups, 1), kThreads, 0, stream>>>(
+        plan, WarpTeams{lanes}, groups, parts, first_unfolded, partials, out, in);
   }
   return check_launch("reduce_sum");
 }
@@ -421,6 +478,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
 // has more blocks and needs no more splits.
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   RowBlocks shape{};
+  int64_t lines = 0;
   OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int blocks_per_sm = 0;
@@ -433,14 +491,27 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
       OPRT_RETURN_IF_ERROR(
           (resident_blocks_per_sm<&sum_columns<T, kWide<T>, true>, kColumnBlockThreads>(
               "reduce_sum", &blocks_per_sm)));
-      const int64_t columns = ceil_div(plan->rows, int64_t{kWide<T>});
-      const int64_t slots = sum_columns_slots(columns, plan->row_length);
+      lines = fold_lines<T>(*plan);
+      const ReductionPlan& walked = lines > 0 ? folded_plan(*plan, lines) : *plan;
+      const int64_t columns = ceil_div(walked.rows, int64_t{kWide<T>});
+      const int64_t slots = sum_columns_slots(columns, walked.row_length);
       shape = RowBlocks{ceil_div(columns, slots), slots * kWide<T>, blocks_per_sm};
     }
     return OPRT_SUCCESS;
   }));
-  return prepare_split_rows("reduce_sum", sizeof(float), shape, SplitRounding::kWithinOneWave,
-                            plan, workspace_bytes);
+  if (lines == 0) {
+    return prepare_split_rows("reduce_sum", sizeof(float), shape, SplitRounding::kWithinOneWave,
+                              plan, workspace_bytes);
+  }
+  // Splits of the folded lines; the workspace holds every folded sum, split or not
+  // (a launch whose input turns out misaligned runs unfolded on the same splits).
+  ReductionPlan folded = folded_plan(*plan, lines);
+  OPRT_RETURN_IF_ERROR(prepare_split_rows("reduce_sum", sizeof(float), shape,
+                                          SplitRounding::kWithinOneWave, &folded,
+                                          workspace_bytes));
+  plan->row_splits = folded.row_splits;
+  *workspace_bytes = static_cast<size_t>(folded.rows * folded.row_splits) * sizeof(float);
+  return OPRT_SUCCESS;
 }
 
 oprt_status_t execute(const ReductionPlan& plan, void* workspace, void* out,
