@@ -361,9 +361,12 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 // along long axes) and at most 1.03x elsewhere; bf16 ran 1.07-1.37x at 4000 to
 // 1000003 columns and 1.00-1.01x below.
 template <class T>
+constexpr bool kFoldsLines = sizeof(T) == 2;
+
+template <class T>
 int64_t fold_lines(const ReductionPlan& plan) {
   const RowOffsets& offsets = plan.row_offsets;
-  if (sizeof(T) != 2 || offsets.ndim != 1 || offsets.in_strides[0] != 1 ||
+  if (!kFoldsLines<T> || offsets.ndim != 1 || offsets.in_strides[0] != 1 ||
       plan.in_axis_stride != plan.rows) {
     return 0;
   }
@@ -402,20 +405,31 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
           <<<row_grid(groups, columns.row_splits), block, 0, stream>>>(columns, groups, chunk,
                                                                        partials, out, in);
     };
-    const int64_t lines = fold_lines<T>(plan);
-    if (lines > 0 && reinterpret_cast<uintptr_t>(in) % kVectorBytes == 0) {
-      launch_columns(folded_plan(plan, lines), std::integral_constant<int, kWide<T>>{},
-                     std::true_type{}, std::true_type{});
-      parts = plan.row_splits * lines;
-      first_unfolded = plan.row_length / lines * lines;
-    } else if (columns_are_vector_aligned(plan, in, kVectorBytes)) {
-      launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::true_type{},
-                     std::false_type{});
-    } else if (rows_are_neighbours(plan)) {
-      launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::false_type{},
-                     std::false_type{});
-    } else {
-      launch_columns(plan, std::integral_constant<int, 1>{}, std::true_type{}, std::false_type{});
+    // Whether the input was read folded; only types that fold instantiate that kernel.
+    const auto launch_folded = [&] {
+      if constexpr (kFoldsLines<T>) {
+        const int64_t lines = fold_lines<T>(plan);
+        if (lines > 0 && reinterpret_cast<uintptr_t>(in) % kVectorBytes == 0) {
+          launch_columns(folded_plan(plan, lines), std::integral_constant<int, kWide<T>>{},
+                         std::true_type{}, std::true_type{});
+          parts = plan.row_splits * lines;
+          first_unfolded = plan.row_length / lines * lines;
+          return true;
+        }
+      }
+      return false;
+    };
+    if (!launch_folded()) {
+      if (columns_are_vector_aligned(plan, in, kVectorBytes)) {
+        launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::true_type{},
+                       std::false_type{});
+      } else if (rows_are_neighbours(plan)) {
+        launch_columns(plan, std::integral_constant<int, kWide<T>>{}, std::false_type{},
+                       std::false_type{});
+      } else {
+        launch_columns(plan, std::integral_constant<int, 1>{}, std::true_type{},
+                       std::false_type{});
+      }
     }
   } else {
     OPRT_RETURN_IF_ERROR(dispatch_vector_width<T>(vector_width<T>(plan, out, in), [&](auto vec) {
