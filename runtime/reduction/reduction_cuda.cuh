@@ -589,9 +589,12 @@ __device__ inline void visit_held(Visit& visit, int64_t p, Held& x, int u,
 // equal leads, in step: visit(p, x...) gets, per walk, x = positions p .. p +
 // kVec - 1 (fill outside the row). Members take vectors in turn (so a team
 // reads consecutive memory together) and kUnroll vectors of every walk are
-// loaded before any is visited, to keep several loads in flight. begin is a
-// multiple of kVec and end at most the walks' end().
-template <int kVec, int kUnroll, class Visit, class... Walks>
+// loaded before any is visited, to keep several loads in flight. The fewer
+// than kUnroll left are loaded one after another, or with kTailInOneRound in
+// one round too (positions past the end re-load p and are not visited), so
+// they wait on memory together: a caller opts in where that was measured to
+// pay. begin is a multiple of kVec and end at most the walks' end().
+template <int kVec, int kUnroll, bool kTailInOneRound = false, class Visit, class... Walks>
 __device__ inline void for_each_vectors(float fill, int64_t begin, int64_t end, int member,
                                         int width, Visit visit, const Walks&... walks) {
   constexpr size_t kWalks = sizeof...(Walks);
@@ -608,19 +611,34 @@ __device__ inline void for_each_vectors(float fill, int64_t begin, int64_t end, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) detail::visit_held(visit, p + u * step, x, u, each_walk);
   }
-  for (; p < end; p += step) {
-    float x[kWalks][1][kVec];
-    int w = 0;
-    (walks.template load<kVec>(p, fill, x[w++][0]), ...);
-    detail::visit_held(visit, p, x, 0, each_walk);
+  if constexpr (kTailInOneRound && kUnroll > 1) {
+    if (p >= end) return;
+    float x[kWalks][kUnroll - 1][kVec];
+#pragma unroll
+    for (int u = 0; u < kUnroll - 1; ++u) {
+      const int64_t q = p + u * step < end ? p + u * step : p;
+      int w = 0;
+      (walks.template load<kVec>(q, fill, x[w++][u]), ...);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll - 1; ++u) {
+      if (p + u * step < end) detail::visit_held(visit, p + u * step, x, u, each_walk);
+    }
+  } else {
+    for (; p < end; p += step) {
+      float x[kWalks][1][kVec];
+      int w = 0;
+      (walks.template load<kVec>(p, fill, x[w++][0]), ...);
+      detail::visit_held(visit, p, x, 0, each_walk);
+    }
   }
 }
 
 // for_each_vectors over one walk: visit(p, x).
-template <int kVec, int kUnroll, class Walk, class Visit>
+template <int kVec, int kUnroll, bool kTailInOneRound = false, class Walk, class Visit>
 __device__ inline void for_each_vector(const Walk& walk, float fill, int64_t begin, int64_t end,
                                        int member, int width, Visit visit) {
-  for_each_vectors<kVec, kUnroll>(fill, begin, end, member, width, visit, walk);
+  for_each_vectors<kVec, kUnroll, kTailInOneRound>(fill, begin, end, member, width, visit, walk);
 }
 
 // ---- Host side: launch choices shared by the family's operators ----
