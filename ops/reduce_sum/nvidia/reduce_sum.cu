@@ -413,17 +413,19 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
           <<<row_grid(groups, columns.row_splits), block, 0, stream>>>(columns, groups, chunk,
                                                                        partials, out, in);
     };
-    // Whether the input was read folded; only types that fold instantiate that kernel.
+    // Whether the input was read folded: an aligned launch of the folded plan,
+    // which only types that fold instantiate.
     const auto launch_folded = [&] {
       if constexpr (kFoldsLines<T>) {
         const int64_t lines = fold_lines<T>(plan);
-        if (lines > 0 && reinterpret_cast<uintptr_t>(in) % kVectorBytes == 0) {
-          launch_columns(folded_plan(plan, lines), std::integral_constant<int, kWide<T>>{},
-                         std::true_type{}, std::true_type{});
-          parts = plan.row_splits * lines;
-          first_unfolded = plan.row_length / lines * lines;
-          return true;
-        }
+        if (lines == 0) return false;
+        const ReductionPlan folded = folded_plan(plan, lines);
+        if (!columns_are_vector_aligned(folded, in, kVectorBytes)) return false;
+        launch_columns(folded, std::integral_constant<int, kWide<T>>{}, std::true_type{},
+                       std::true_type{});
+        parts = plan.row_splits * lines;
+        first_unfolded = plan.row_length / lines * lines;
+        return true;
       }
       return false;
     };
@@ -501,6 +503,7 @@ oprt_status_t launch(const ReductionPlan& plan, float* partials, T* out, const T
 oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   RowBlocks shape{};
   int64_t lines = 0;
+  ReductionPlan folded{};
   OPRT_RETURN_IF_ERROR(dispatch_dtype(plan->dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     int blocks_per_sm = 0;
@@ -514,7 +517,8 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
           (resident_blocks_per_sm<&sum_columns<T, kWide<T>, true>, kColumnBlockThreads>(
               "reduce_sum", &blocks_per_sm)));
       lines = fold_lines<T>(*plan);
-      const ReductionPlan& walked = lines > 0 ? folded_plan(*plan, lines) : *plan;
+      if (lines > 0) folded = folded_plan(*plan, lines);
+      const ReductionPlan& walked = lines > 0 ? folded : *plan;
       const int64_t columns = ceil_div(walked.rows, int64_t{kWide<T>});
       const int64_t slots = sum_columns_slots(columns, walked.row_length);
       shape = RowBlocks{ceil_div(columns, slots), slots * kWide<T>, blocks_per_sm};
@@ -527,7 +531,6 @@ oprt_status_t prepare(ReductionPlan* plan, size_t* workspace_bytes) {
   }
   // Splits of the folded lines; the workspace holds every folded sum, split or not
   // (a launch whose input turns out misaligned runs unfolded on the same splits).
-  ReductionPlan folded = folded_plan(*plan, lines);
   OPRT_RETURN_IF_ERROR(prepare_split_rows("reduce_sum", sizeof(float), shape,
                                           SplitRounding::kWithinOneWave, &folded,
                                           workspace_bytes));
