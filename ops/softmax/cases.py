@@ -65,16 +65,22 @@ def correctness_cases() -> list[CorrectnessCase]:
     ]
     # More long rows than the GPU holds at once, so the thread-block clusters of
     # the nvidia long-row path (a cluster per row) run in several waves: aligned,
-    # in place, padded, and of odd length (no 16-byte vectors, so the chunk's
-    # tail is staged through registers rather than cp.async).
+    # in place, padded, and of odd length, every row at another lead, whose
+    # partial first and last vectors go element by element (in and out of place,
+    # off a vector boundary, and with -inf at the edges).
     many_long_rows = [
         ("many_long_rows", spec((300, 40000)), {}),
         ("many_long_rows_in_place", spec((300, 40000)), {"in_place": 0}),
         ("many_long_rows_padded", spec((300, 40000), Padded(8)), {}),
         ("many_long_rows_odd", spec((300, 40001)), {}),
+        ("many_long_rows_odd_in_place", spec((300, 40001)), {"in_place": 0}),
+        ("many_long_rows_odd_misaligned", spec((40, 40001), Offset(Contiguous(), 3)), {}),
+        ("many_long_rows_odd_masked", spec((40, 40001)), {"values": Values(specials=(-INF,), spacing=3)}),
         # Rows no cluster holds (over 2^20 f32, 2^21 16-bit), more than the whole
-        # GPU holds at once: the nvidia grid path, in several rounds.
+        # GPU holds at once: the nvidia grid path, in several rounds; odd rows in
+        # and out of place.
         ("rows_beyond_a_cluster_odd", spec((7, 2097153)), {}),
+        ("rows_beyond_a_cluster_odd_in_place", spec((7, 2097153)), {"in_place": 0}),
         ("rows_beyond_a_cluster_in_place", spec((7, 2097152)), {"in_place": 0}),
     ]
     # Rows of 8193 to 32768 elements, which the nvidia register path holds in one

@@ -91,6 +91,20 @@ def correctness_cases() -> list[CorrectnessCase]:
                             {"dim": -1})
             for dtype in DTYPES
         ]
+        # Odd rows on the nvidia cluster path, every row at another lead: written over
+        # dy and over y, and with dy, y and out off a vector boundary.
+        + [
+            CorrectnessCase(named(name, dtype), (spec((64, 40001)),) * 2, dtype, {"dim": -1},
+                            in_place=which)
+            for dtype in DTYPES
+            for name, which in (("many_long_rows_odd_in_place_dy", 0), ("many_long_rows_odd_in_place_y", 1))
+        ]
+        + [
+            CorrectnessCase(named("many_long_rows_odd_misaligned", dtype),
+                            (spec((40, 40001), Offset(Contiguous(), 3)),) * 2, dtype, {"dim": -1},
+                            out=Offset(Contiguous(), 3))
+            for dtype in DTYPES
+        ]
         # Rows no cluster holds (over 147456 f32, 294912 16-bit), more than the
         # whole GPU holds at once: the nvidia grid path, in several rounds.
         + [
@@ -99,6 +113,7 @@ def correctness_cases() -> list[CorrectnessCase]:
             for name, shape, fields in [
                 ("rows_beyond_a_cluster_odd", (50, 300001), {}),
                 ("rows_beyond_a_cluster_in_place", (50, 300000), {"in_place": 0}),
+                ("rows_beyond_a_cluster_odd_in_place_y", (50, 300001), {"in_place": 1}),
             ]
         ]
     )
