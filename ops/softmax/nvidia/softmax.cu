@@ -5,7 +5,8 @@
 // and start (RowWalk in reduction_cuda.cuh): only a row's partial first and
 // last vectors go element by element, or for 16-bit rows are read whole and
 // masked (warp teams, out of place) or peeled off the vectors, an element per
-// member (block teams, PeeledRow), so odd lengths run about as fast as aligned ones.
+// member (block teams and the on-chip paths, PeeledRow), so odd lengths run about
+// as fast as aligned ones.
 //
 // Rows of stride 1 up to kMaxRegisterRow elements are read once into registers
 // by a team per row (lanes of a warp, or a whole block), which finds the
@@ -406,52 +407,81 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 }
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
+// A row as the on-chip paths walk it: in whole vectors. A row with partial
+// vectors (kWholeVectors false, vectors only) has them peeled off (PeeledRow):
+// the chunks walk its body, and the members of the block whose chunk starts the
+// row (holds_edges) hold the edges' elements, one each, read and written by the
+// member itself. Walked element by element, such rows ran at about 58 % of the
+// copy bandwidth on the H200 (bf16 x 65521, 151936, 1000003) where aligned
+// neighbours ran at 75 %.
+template <class T, int kVec, bool kWholeVectors>
+struct OnChipRow {
+  RowWalk<const T, true> in;
+  RowWalk<T, true> out;
+  int edge;  // where this member's edge element is, counted from the body's start
+  bool has_edge;
+  float edge_value;  // -inf where none
+
+  __device__ static OnChipRow of(const ReductionPlan& plan, const T* in, T* out, RowStart start,
+                                 int member, bool holds_edges) {
+    if constexpr (kWholeVectors) {
+      return {input_walk<kVec, true>(plan, in, start), output_walk<true>(plan, out, start, 0), 0,
+              false, -INFINITY};
+    } else {
+      const T* first = in + start.in;
+      const PeeledRow<kVec> peeled =
+          PeeledRow<kVec>::of(first, static_cast<int>(plan.row_length), member);
+      const bool has_edge = holds_edges && peeled.edge >= 0;
+      return {peeled.body(first), peeled.body(out + start.out), peeled.edge - peeled.body_begin,
+              has_edge, has_edge ? to_float(first[peeled.edge]) : -INFINITY};
+    }
+  }
+
+  // Writes this member's edge element as f(its value), if it holds one.
+  template <class F>
+  __device__ void store_edge(F f) const {
+    if (has_edge) out.first[edge] = from_float<std::remove_const_t<T>>(f(edge_value));
+  }
+};
+
 // Threads of a cluster-path block, and the elements each holds in registers;
 // the rest of its chunk (the tail) goes to shared memory. Two such blocks fit
-// on one SM when their tails are short enough. Rows with partial vectors keep
-// half as many in registers: their element-wise loads need registers of their
-// own, and the bf16 kernel spilled 236 bytes per thread with 16.
+// on one SM when their tails are short enough.
 constexpr int kClusterBlockThreads = 512;
-OPRT_HOST_DEVICE constexpr int cluster_register_floats(bool whole_vectors) {
-  return whole_vectors ? 16 : 8;
-}
-OPRT_HOST_DEVICE constexpr int64_t cluster_register_elements(bool whole_vectors) {
-  return int64_t{kClusterBlockThreads} * cluster_register_floats(whole_vectors);
-}
-// chunk is in walk positions (RowWalk). Each member reads back only the tail
-// vectors it staged itself (for_each_vector visits the same positions for the
-// same member), so the tail needs no barrier.
+constexpr int kClusterRegisterFloats = 16;
+constexpr int64_t kClusterRegisterElements = int64_t{kClusterBlockThreads} * kClusterRegisterFloats;
+// chunk is in positions of the row's walk (OnChipRow: whole vectors, a peeled
+// row's body). Each member reads back only the tail vectors it staged itself
+// (for_each_vector visits the same positions for the same member), so the tail
+// needs no barrier.
 template <class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     softmax_rows_in_cluster(ReductionPlan plan, int64_t chunk, T* out, const T* in) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
-  constexpr int kRegisterVectors = cluster_register_floats(kWholeVectors) / kVec;
-  // The tail is in shared memory, whose short latency needs little unrolling;
-  // rows with partial vectors spend those registers on the checks.
-  constexpr int kTailUnroll = kWholeVectors ? kUnroll : 1;
+  constexpr int kRegisterVectors = kClusterRegisterFloats / kVec;
   extern __shared__ uint4 chunk_tail_words[];
   T* const chunk_tail = reinterpret_cast<T*>(chunk_tail_words);
   __shared__ MaxSum block_stats;
   const BlockTeam team;
-  const int64_t begin = static_cast<int64_t>(cg::this_cluster().block_rank()) * chunk;
+  const unsigned rank = cg::this_cluster().block_rank();
+  const int64_t begin = static_cast<int64_t>(rank) * chunk;
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
-    const RowStart start = row_start(plan.row_offsets, row);
-    const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
-    const auto out_walk = output_walk<kWholeVectors>(plan, out, start, walk.lead);
+    const auto held_row = OnChipRow<T, kVec, kWholeVectors>::of(
+        plan, in, out, row_start(plan.row_offsets, row), team.member(), rank == 0);
+    const auto& walk = held_row.in;
+    const auto& out_walk = held_row.out;
     const int64_t end = min(walk.end(), begin + chunk);
-    const int64_t tail_begin = min(end, begin + cluster_register_elements(kWholeVectors));
-    // The staged tail in whole vectors (its last one padded with -inf).
-    const int64_t tail_positions = (end - tail_begin + kVec - 1) / kVec * kVec;
-    const RowWalk<const T, true> tail{chunk_tail, 1, tail_positions, 0};
+    const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
+    const RowWalk<const T, true> tail{chunk_tail, 1, end - tail_begin, 0};
     // Read the chunk once: the tail is copied to shared memory while the head
     // is loaded into registers.
-    stage_vectors<T, kVec, kWholeVectors>(chunk_tail, walk, tail_begin, end, team.member(),
-                                          team.width(), -INFINITY);
+    stage_vectors<T, kVec, true>(chunk_tail, walk, tail_begin, end, team.member(), team.width(),
+                                 -INFINITY);
     float x[kRegisterVectors][kVec];
-    float max = -INFINITY;
+    float max = held_row.edge_value;
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       const int64_t p = begin + first + j * step;
@@ -462,7 +492,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
       }
     }
     wait_async_copies();
-    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
                                      for (int k = 0; k < kVec; ++k) max = fmaxf(max, v[k]);
@@ -470,7 +500,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     // This block's (max, sum) pair; a chunk of only -inf gives the empty pair.
     max = team.reduce(max, MaxOp{});
     const float shift = max == -INFINITY ? 0.0f : max;
-    float sum = 0.0f;
+    float sum = softmax_exp(held_row.edge_value - shift);
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       if (begin + first + j * step < tail_begin) {
@@ -478,7 +508,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
         for (int k = 0; k < kVec; ++k) sum += softmax_exp(x[j][k] - shift);
       }
     }
-    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t, const float(&v)[kVec]) {
 #pragma unroll
                                      for (int k = 0; k < kVec; ++k) {
@@ -488,6 +518,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     sum = team.reduce(sum, AddOp{});
     const MaxSum stats = cluster_reduce(MaxSum{max, sum}, MaxSumOp{}, &block_stats);
     const float scale = 1.0f / stats.sum;
+    held_row.store_edge([&](float v) { return softmax_exp(v - stats.max) * scale; });
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       const int64_t p = begin + first + j * step;
@@ -497,7 +528,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
         out_walk.template store<kVec>(p, x[j]);
       }
     }
-    for_each_vector<kVec, kTailUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
+    for_each_vector<kVec, kUnroll>(tail, -INFINITY, 0, tail.length, team.member(), team.width(),
                                    [&](int64_t i, const float(&v)[kVec]) {
                                      float y[kVec];
 #pragma unroll
@@ -513,43 +544,44 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
 // The grid path (runtime/reduction/cluster_cuda.cuh), for long rows
 // (prepare_on_chip): the blocks of the whole GPU, rows_per_round rows at a time, each block
 // staging its chunk in shared memory, folding it into a (max, sum) pair and
-// combining the pairs with the row's other blocks through the workspace.
+// combining the pairs with the row's other blocks through the workspace. Rows
+// walk as OnChipRow: the blocks of each row's first chunk hold its edges.
 template <class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
     softmax_rows_across_grid(ReductionPlan plan, int64_t chunk, RowMeeting<MaxSum> meeting, T* out,
                              const T* in) {
 #if __CUDA_ARCH__ >= 900
-  constexpr int kStagedUnroll = kWholeVectors ? kUnroll : 1;
   extern __shared__ uint4 staged_words[];
   const BlockTeam team;
   const int64_t begin = blockIdx.x % meeting.splits * chunk;
   struct Walk {
-    RowWalk<const T, kWholeVectors> in;
-    RowStart start;
+    OnChipRow<T, kVec, kWholeVectors> row;
     int64_t end;
   };
   const auto walk_of = [&](int64_t row) {
-    const RowStart start = row_start(plan.row_offsets, row);
-    const auto walk = input_walk<kVec, kWholeVectors>(plan, in, start);
-    return Walk{walk, start, min(walk.end(), begin + chunk)};
+    const auto held_row = OnChipRow<T, kVec, kWholeVectors>::of(
+        plan, in, out, row_start(plan.row_offsets, row), team.member(), begin == 0);
+    return Walk{held_row, min(held_row.in.end(), begin + chunk)};
   };
-  // The staged chunk, in whole vectors (the last one padded with -inf).
+  // The staged chunk, in whole vectors.
   T* const staged = reinterpret_cast<T*>(staged_words);
   const auto held_of = [&](const Walk& walk) {
-    const int64_t length = begin < walk.end ? (walk.end - begin + kVec - 1) / kVec * kVec : 0;
+    const int64_t length = begin < walk.end ? walk.end - begin : 0;
     return RowWalk<const T, true>{staged, 1, length, 0};
   };
   for_each_grid_row<MaxSum, MaxSumOp>(
       plan.rows, plan.rows_per_round, meeting,
       [&](int64_t row) {
         const Walk walk = walk_of(row);
-        stage_vectors<T, kVec, kWholeVectors>(staged, walk.in, begin, walk.end, team.member(),
-                                              team.width(), -INFINITY);
+        stage_vectors<T, kVec, true>(staged, walk.row.in, begin, walk.end, team.member(),
+                                     team.width(), -INFINITY);
       },
       [&](int64_t row) {
-        const auto held = held_of(walk_of(row));
-        MaxSum state = MaxSumOp::identity();
-        for_each_vector<kVec, kStagedUnroll>(
+        const Walk walk = walk_of(row);
+        const auto held = held_of(walk);
+        const float edge[1] = {walk.row.edge_value};
+        MaxSum state = absorb(MaxSumOp::identity(), edge);
+        for_each_vector<kVec, kUnroll>(
             held, -INFINITY, 0, held.length, team.member(), team.width(),
             [&](int64_t, const float(&v)[kVec]) { state = absorb(state, v); });
         return team.reduce(state, MaxSumOp{});
@@ -557,15 +589,15 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
       [&](int64_t row, MaxSum stats) {
         const Walk walk = walk_of(row);
         const auto held = held_of(walk);
-        const auto out_walk = output_walk<kWholeVectors>(plan, out, walk.start, walk.in.lead);
         const float scale = 1.0f / stats.sum;
-        for_each_vector<kVec, kStagedUnroll>(
+        walk.row.store_edge([&](float v) { return softmax_exp(v - stats.max) * scale; });
+        for_each_vector<kVec, kUnroll>(
             held, -INFINITY, 0, held.length, team.member(), team.width(),
             [&](int64_t i, const float(&v)[kVec]) {
               float y[kVec];
 #pragma unroll
               for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(v[k] - stats.max) * scale;
-              out_walk.template store<kVec>(begin + i, y);
+              walk.row.out.template store<kVec>(begin + i, y);
             });
       });
 #endif
@@ -752,9 +784,8 @@ void launch_online(const ReductionPlan& plan, int64_t walk, Team team, dim3 bloc
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
 template <class T>
-ClusterLaunch cluster_launch(const ReductionPlan& plan, int64_t chunk, bool whole_vectors,
-                             cudaStream_t stream) {
-  const int64_t tail = std::max<int64_t>(0, chunk - cluster_register_elements(whole_vectors));
+ClusterLaunch cluster_launch(const ReductionPlan& plan, int64_t chunk, cudaStream_t stream) {
+  const int64_t tail = std::max<int64_t>(0, chunk - kClusterRegisterElements);
   return ClusterLaunch(plan, kClusterBlockThreads, static_cast<size_t>(tail) * sizeof(T), stream);
 }
 
@@ -767,14 +798,13 @@ oprt_status_t prepare_cluster(ReductionPlan* plan) {
   OPRT_RETURN_IF_ERROR(allow_large_clusters(
       "softmax", &dynamic_limit, softmax_rows_in_cluster<T, 1, true>,
       softmax_rows_in_cluster<T, kWide<T>, true>, softmax_rows_in_cluster<T, kWide<T>, false>));
-  // What the kernel for rows with partial vectors holds, the lesser of the two.
   const int64_t capacity =
-      cluster_register_elements(false) + static_cast<int64_t>(dynamic_limit / sizeof(T));
+      kClusterRegisterElements + static_cast<int64_t>(dynamic_limit / sizeof(T));
   return choose_cluster<T>(
       "softmax", softmax_rows_in_cluster<T, kWide<T>, false>,
       [&](int64_t chunk) { return chunk <= capacity; },
       [&](const ReductionPlan& candidate, int64_t chunk) {
-        return cluster_launch<T>(candidate, chunk, false, nullptr);
+        return cluster_launch<T>(candidate, chunk, nullptr);
       },
       plan);
 }
@@ -814,7 +844,7 @@ oprt_status_t launch_across_grid(const ReductionPlan& plan, void* workspace, T* 
 template <class T, int kVec, bool kWholeVectors>
 void launch_in_cluster(const ReductionPlan& plan, T* out, const T* in, cudaStream_t stream) {
   const int64_t chunk = cluster_chunk<T>(plan, plan.row_splits);
-  const ClusterLaunch launch = cluster_launch<T>(plan, chunk, kWholeVectors, stream);
+  const ClusterLaunch launch = cluster_launch<T>(plan, chunk, stream);
   cudaLaunchKernelEx(&launch.config, softmax_rows_in_cluster<T, kVec, kWholeVectors>, plan, chunk,
                      out, in);
 }
