@@ -407,43 +407,6 @@ __global__ void __launch_bounds__(kMaxBlockThreads)
 }
 
 #if OPRT_HAS_THREAD_BLOCK_CLUSTERS
-// A row as the on-chip paths walk it: in whole vectors. A row with partial
-// vectors (kWholeVectors false, vectors only) has them peeled off (PeeledRow):
-// the chunks walk its body, and the members of the block whose chunk starts the
-// row (holds_edges) hold the edges' elements, one each, read and written by the
-// member itself. Walked element by element, such rows ran at about 58 % of the
-// copy bandwidth on the H200 (bf16 x 65521, 151936, 1000003) where aligned
-// neighbours ran at 75 %.
-template <class T, int kVec, bool kWholeVectors>
-struct OnChipRow {
-  RowWalk<const T, true> in;
-  RowWalk<T, true> out;
-  int edge;  // where this member's edge element is, counted from the body's start
-  bool has_edge;
-  float edge_value;  // -inf where none
-
-  __device__ static OnChipRow of(const ReductionPlan& plan, const T* in, T* out, RowStart start,
-                                 int member, bool holds_edges) {
-    if constexpr (kWholeVectors) {
-      return {input_walk<kVec, true>(plan, in, start), output_walk<true>(plan, out, start, 0), 0,
-              false, -INFINITY};
-    } else {
-      const T* first = in + start.in;
-      const PeeledRow<kVec> peeled =
-          PeeledRow<kVec>::of(first, static_cast<int>(plan.row_length), member);
-      const bool has_edge = holds_edges && peeled.edge >= 0;
-      return {peeled.body(first), peeled.body(out + start.out), peeled.edge - peeled.body_begin,
-              has_edge, has_edge ? to_float(first[peeled.edge]) : -INFINITY};
-    }
-  }
-
-  // Writes this member's edge element as f(its value), if it holds one.
-  template <class F>
-  __device__ void store_edge(F f) const {
-    if (has_edge) out.first[edge] = from_float<std::remove_const_t<T>>(f(edge_value));
-  }
-};
-
 // Threads of a cluster-path block, and the elements each holds in registers;
 // the rest of its chunk (the tail) goes to shared memory. Two such blocks fit
 // on one SM when their tails are short enough.
@@ -469,10 +432,12 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
   const int first = team.member() * kVec;
   const int step = team.width() * kVec;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
-    const auto held_row = OnChipRow<T, kVec, kWholeVectors>::of(
-        plan, in, out, row_start(plan.row_offsets, row), team.member(), rank == 0);
-    const auto& walk = held_row.in;
-    const auto& out_walk = held_row.out;
+    const RowStart start = row_start(plan.row_offsets, row);
+    const auto held_row = OnChipRow<kVec, kWholeVectors>::of(in + start.in, plan.row_length,
+                                                             team.member(), rank == 0);
+    const auto walk = held_row.walk(in + start.in, plan.in_axis_stride, plan.row_length);
+    const auto out_walk = held_row.walk(out + start.out, plan.out_axis_stride, plan.row_length);
+    const float edge = held_row.load_edge(in + start.in, -INFINITY);
     const int64_t end = min(walk.end(), begin + chunk);
     const int64_t tail_begin = min(end, begin + kClusterRegisterElements);
     const RowWalk<const T, true> tail{chunk_tail, 1, end - tail_begin, 0};
@@ -481,7 +446,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     stage_vectors<T, kVec, true>(chunk_tail, walk, tail_begin, end, team.member(), team.width(),
                                  -INFINITY);
     float x[kRegisterVectors][kVec];
-    float max = held_row.edge_value;
+    float max = edge;
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       const int64_t p = begin + first + j * step;
@@ -500,7 +465,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     // This block's (max, sum) pair; a chunk of only -inf gives the empty pair.
     max = team.reduce(max, MaxOp{});
     const float shift = max == -INFINITY ? 0.0f : max;
-    float sum = softmax_exp(held_row.edge_value - shift);
+    float sum = softmax_exp(edge - shift);
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       if (begin + first + j * step < tail_begin) {
@@ -518,7 +483,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     sum = team.reduce(sum, AddOp{});
     const MaxSum stats = cluster_reduce(MaxSum{max, sum}, MaxSumOp{}, &block_stats);
     const float scale = 1.0f / stats.sum;
-    held_row.store_edge([&](float v) { return softmax_exp(v - stats.max) * scale; });
+    held_row.store_edge(out + start.out, softmax_exp(edge - stats.max) * scale);
 #pragma unroll
     for (int j = 0; j < kRegisterVectors; ++j) {
       const int64_t p = begin + first + j * step;
@@ -555,13 +520,17 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
   const BlockTeam team;
   const int64_t begin = blockIdx.x % meeting.splits * chunk;
   struct Walk {
-    OnChipRow<T, kVec, kWholeVectors> row;
+    OnChipRow<kVec, kWholeVectors> row;
+    RowStart start;
+    RowWalk<const T, true> in;
     int64_t end;
   };
   const auto walk_of = [&](int64_t row) {
-    const auto held_row = OnChipRow<T, kVec, kWholeVectors>::of(
-        plan, in, out, row_start(plan.row_offsets, row), team.member(), begin == 0);
-    return Walk{held_row, min(held_row.in.end(), begin + chunk)};
+    const RowStart start = row_start(plan.row_offsets, row);
+    const auto held_row = OnChipRow<kVec, kWholeVectors>::of(in + start.in, plan.row_length,
+                                                             team.member(), begin == 0);
+    const auto walk = held_row.walk(in + start.in, plan.in_axis_stride, plan.row_length);
+    return Walk{held_row, start, walk, min(walk.end(), begin + chunk)};
   };
   // The staged chunk, in whole vectors.
   T* const staged = reinterpret_cast<T*>(staged_words);
@@ -573,13 +542,13 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
       plan.rows, plan.rows_per_round, meeting,
       [&](int64_t row) {
         const Walk walk = walk_of(row);
-        stage_vectors<T, kVec, true>(staged, walk.row.in, begin, walk.end, team.member(),
-                                     team.width(), -INFINITY);
+        stage_vectors<T, kVec, true>(staged, walk.in, begin, walk.end, team.member(), team.width(),
+                                     -INFINITY);
       },
       [&](int64_t row) {
         const Walk walk = walk_of(row);
         const auto held = held_of(walk);
-        const float edge[1] = {walk.row.edge_value};
+        const float edge[1] = {walk.row.load_edge(in + walk.start.in, -INFINITY)};
         MaxSum state = absorb(MaxSumOp::identity(), edge);
         for_each_vector<kVec, kUnroll>(
             held, -INFINITY, 0, held.length, team.member(), team.width(),
@@ -590,14 +559,17 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
         const Walk walk = walk_of(row);
         const auto held = held_of(walk);
         const float scale = 1.0f / stats.sum;
-        walk.row.store_edge([&](float v) { return softmax_exp(v - stats.max) * scale; });
+        T* const row_out = out + walk.start.out;
+        const float edge = walk.row.load_edge(in + walk.start.in, -INFINITY);
+        walk.row.store_edge(row_out, softmax_exp(edge - stats.max) * scale);
+        const auto out_walk = walk.row.walk(row_out, plan.out_axis_stride, plan.row_length);
         for_each_vector<kVec, kUnroll>(
             held, -INFINITY, 0, held.length, team.member(), team.width(),
             [&](int64_t i, const float(&v)[kVec]) {
               float y[kVec];
 #pragma unroll
               for (int k = 0; k < kVec; ++k) y[k] = softmax_exp(v[k] - stats.max) * scale;
-              walk.row.out.template store<kVec>(begin + i, y);
+              out_walk.template store<kVec>(begin + i, y);
             });
       });
 #endif

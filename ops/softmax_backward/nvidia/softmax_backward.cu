@@ -137,8 +137,9 @@ constexpr size_t kStagedChunkBytes = 72 * 1024;
 // Blocks per SM the kernels' registers allow.
 constexpr int kStagedBlocksPerSm = 4;
 
-// chunk is in walk positions (RowWalk); dy's chunk is staged at the start of
-// the dynamic shared memory, y's after it.
+// chunk is in positions of the row's walk (OnChipRow: whole vectors, a peeled
+// row's body); dy's chunk is staged at the start of the dynamic shared memory,
+// y's after it.
 template <class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
     softmax_backward_rows_in_cluster(ReductionPlan plan, int64_t chunk, T* out, const T* dy,
@@ -152,23 +153,25 @@ __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
   T* const staged_y = staged_dy + chunk;
   __shared__ float block_dot;
   const BlockTeam team;
-  const int64_t begin =
-      static_cast<int64_t>(cooperative_groups::this_cluster().block_rank()) * chunk;
+  const unsigned rank = cooperative_groups::this_cluster().block_rank();
+  const int64_t begin = static_cast<int64_t>(rank) * chunk;
   for (int64_t row = blockIdx.y; row < plan.rows; row += gridDim.y) {
     const RowStart start = row_start(plan.row_offsets, row);
-    const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
-    const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
+    const auto held_row = OnChipRow<kVec, kWholeVectors>::of(dy + start.in, plan.row_length,
+                                                             team.member(), rank == 0);
+    const auto dy_walk = held_row.walk(dy + start.in, plan.in_axis_stride, plan.row_length);
+    const auto y_walk =
+        held_row.walk(y + start.second_in, plan.second_in_axis_stride, plan.row_length);
     const int64_t end = min(dy_walk.end(), begin + chunk);
-    // The staged chunk in whole vectors (its last one padded with zeros).
-    const int64_t staged = begin < end ? (end - begin + kVec - 1) / kVec * kVec : 0;
-    stage_vectors<T, kVec, kWholeVectors>(staged_dy, dy_walk, begin, end, team.member(),
-                                          team.width(), 0.0f);
-    stage_vectors<T, kVec, kWholeVectors>(staged_y, y_walk, begin, end, team.member(),
-                                          team.width(), 0.0f);
+    const int64_t staged = begin < end ? end - begin : 0;
+    stage_vectors<T, kVec, true>(staged_dy, dy_walk, begin, end, team.member(), team.width(), 0.0f);
+    stage_vectors<T, kVec, true>(staged_y, y_walk, begin, end, team.member(), team.width(), 0.0f);
+    const float dy_edge = held_row.load_edge(dy + start.in, 0.0f);
+    const float y_edge = held_row.load_edge(y + start.second_in, 0.0f);
     wait_async_copies();
     const RowWalk<const T, true> held_dy{staged_dy, 1, staged, 0};
     const RowWalk<const T, true> held_y{staged_y, 1, staged, 0};
-    float dot = 0.0f;
+    float dot = dy_edge * y_edge;
     for_each_vectors<kVec, kStagedUnroll>(
         0.0f, 0, staged, team.member(), team.width(),
         [&](int64_t, const float(&g)[kVec], const float(&p)[kVec]) {
@@ -177,7 +180,8 @@ __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
         },
         held_dy, held_y);
     dot = cluster_reduce(team.reduce(dot, AddOp{}), AddOp{}, &block_dot);
-    const auto out_walk = output_walk<kWholeVectors>(plan, out, start, dy_walk.lead);
+    held_row.store_edge(out + start.out, y_edge * (dy_edge - dot));
+    const auto out_walk = held_row.walk(out + start.out, plan.out_axis_stride, plan.row_length);
     for_each_vectors<kVec, kStagedUnroll>(
         0.0f, 0, staged, team.member(), team.width(),
         [&](int64_t i, const float(&g)[kVec], const float(&p)[kVec]) {
@@ -194,7 +198,8 @@ __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
 // The grid path (runtime/reduction/cluster_cuda.cuh), for long rows
 // (prepare_on_chip): the blocks of the whole GPU, rows_per_round rows at a time, each block
 // staging its chunk of dy and y in shared memory and adding the row's partial
-// sums with the row's other blocks through the workspace.
+// sums with the row's other blocks through the workspace. Rows walk as
+// OnChipRow: the blocks of each row's first chunk hold its edges.
 template <class T, int kVec, bool kWholeVectors>
 __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
     softmax_backward_rows_across_grid(ReductionPlan plan, int64_t chunk, RowMeeting<float> meeting,
@@ -205,37 +210,46 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
   const BlockTeam team;
   const int64_t begin = blockIdx.x % meeting.splits * chunk;
   struct Walks {
-    RowWalk<const T, kWholeVectors> dy, y;
+    OnChipRow<kVec, kWholeVectors> row;
     RowStart start;
+    RowWalk<const T, true> dy, y;
     int64_t end;
   };
   const auto walks_of = [&](int64_t row) {
     const RowStart start = row_start(plan.row_offsets, row);
-    const auto dy_walk = input_walk<kVec, kWholeVectors>(plan, dy, start);
-    const auto y_walk = second_input_walk<kWholeVectors>(plan, y, start, dy_walk.lead);
-    return Walks{dy_walk, y_walk, start, min(dy_walk.end(), begin + chunk)};
+    const auto held_row = OnChipRow<kVec, kWholeVectors>::of(dy + start.in, plan.row_length,
+                                                             team.member(), begin == 0);
+    const auto dy_walk = held_row.walk(dy + start.in, plan.in_axis_stride, plan.row_length);
+    const auto y_walk =
+        held_row.walk(y + start.second_in, plan.second_in_axis_stride, plan.row_length);
+    return Walks{held_row, start, dy_walk, y_walk, min(dy_walk.end(), begin + chunk)};
   };
-  // The staged chunks, dy's then y's, in whole vectors (the last one padded
-  // with zeros).
+  // The staged chunks, dy's then y's, in whole vectors.
   T* const staged_dy = reinterpret_cast<T*>(staged_words);
   const auto held_of = [&](const Walks& walks) {
-    const int64_t staged =
-        begin < walks.end ? (walks.end - begin + kVec - 1) / kVec * kVec : 0;
+    const int64_t staged = begin < walks.end ? walks.end - begin : 0;
     return std::make_pair(RowWalk<const T, true>{staged_dy, 1, staged, 0},
                           RowWalk<const T, true>{staged_dy + chunk, 1, staged, 0});
+  };
+  // This member's edge elements of dy and y (0 where none).
+  const auto edges_of = [&](const Walks& walks) {
+    return std::make_pair(walks.row.load_edge(dy + walks.start.in, 0.0f),
+                          walks.row.load_edge(y + walks.start.second_in, 0.0f));
   };
   for_each_grid_row<float, AddOp>(
       plan.rows, plan.rows_per_round, meeting,
       [&](int64_t row) {
         const Walks walks = walks_of(row);
-        stage_vectors<T, kVec, kWholeVectors>(staged_dy, walks.dy, begin, walks.end,
-                                              team.member(), team.width(), 0.0f);
-        stage_vectors<T, kVec, kWholeVectors>(staged_dy + chunk, walks.y, begin, walks.end,
-                                              team.member(), team.width(), 0.0f);
+        stage_vectors<T, kVec, true>(staged_dy, walks.dy, begin, walks.end, team.member(),
+                                     team.width(), 0.0f);
+        stage_vectors<T, kVec, true>(staged_dy + chunk, walks.y, begin, walks.end, team.member(),
+                                     team.width(), 0.0f);
       },
       [&](int64_t row) {
-        const auto held = held_of(walks_of(row));
-        float dot = 0.0f;
+        const Walks walks = walks_of(row);
+        const auto held = held_of(walks);
+        const auto edges = edges_of(walks);
+        float dot = edges.first * edges.second;
         for_each_vectors<kVec, kStagedUnroll>(
             0.0f, 0, held.first.length, team.member(), team.width(),
             [&](int64_t, const float(&g)[kVec], const float(&p)[kVec]) {
@@ -248,7 +262,10 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
       [&](int64_t row, float dot) {
         const Walks walks = walks_of(row);
         const auto held = held_of(walks);
-        const auto out_walk = output_walk<kWholeVectors>(plan, out, walks.start, walks.dy.lead);
+        const auto edges = edges_of(walks);
+        T* const row_out = out + walks.start.out;
+        walks.row.store_edge(row_out, edges.second * (edges.first - dot));
+        const auto out_walk = walks.row.walk(row_out, plan.out_axis_stride, plan.row_length);
         for_each_vectors<kVec, kStagedUnroll>(
             0.0f, 0, held.first.length, team.member(), team.width(),
             [&](int64_t i, const float(&g)[kVec], const float(&p)[kVec]) {
