@@ -66,8 +66,9 @@ def correctness_cases() -> list[CorrectnessCase]:
     # More long rows than the GPU holds at once, so the thread-block clusters of
     # the nvidia long-row path (a cluster per row) run in several waves: aligned,
     # in place, padded, and of odd length, every row at another lead, whose
-    # partial first and last vectors go element by element (in and out of place,
-    # off a vector boundary, and with -inf at the edges).
+    # partial first and last vectors the first block of a row holds, an element
+    # per thread (in and out of place, off a vector boundary, and with -inf at
+    # the edges).
     many_long_rows = [
         ("many_long_rows", spec((300, 40000)), {}),
         ("many_long_rows_in_place", spec((300, 40000)), {"in_place": 0}),
@@ -78,7 +79,7 @@ def correctness_cases() -> list[CorrectnessCase]:
         ("many_long_rows_odd_masked", spec((40, 40001)), {"values": Values(specials=(-INF,), spacing=3)}),
         # Rows no cluster holds (over 2^20 f32, 2^21 16-bit), more than the whole
         # GPU holds at once: the nvidia grid path, in several rounds; odd rows in
-        # and out of place.
+        # and out of place, their edges held by the blocks of each row's first chunk.
         ("rows_beyond_a_cluster_odd", spec((7, 2097153)), {}),
         ("rows_beyond_a_cluster_odd_in_place", spec((7, 2097153)), {"in_place": 0}),
         ("rows_beyond_a_cluster_in_place", spec((7, 2097152)), {"in_place": 0}),

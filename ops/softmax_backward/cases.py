@@ -91,8 +91,9 @@ def correctness_cases() -> list[CorrectnessCase]:
                             {"dim": -1})
             for dtype in DTYPES
         ]
-        # Odd rows on the nvidia cluster path, every row at another lead: written over
-        # dy and over y, and with dy, y and out off a vector boundary.
+        # Odd rows on the nvidia cluster path, every row at another lead, whose first
+        # block holds the row's partial first and last vectors, an element per thread:
+        # written over dy and over y, and with dy, y and out off a vector boundary.
         + [
             CorrectnessCase(named(name, dtype), (spec((64, 40001)),) * 2, dtype, {"dim": -1},
                             in_place=which)
