@@ -76,29 +76,23 @@ def correctness_cases() -> list[CorrectnessCase]:
             for length in (8192, 16384)
             for where, layout in (("", CONTIGUOUS), ("_off_a_vector", Offset(Contiguous(), 1)))
         ]
-        # Odd rows on the nvidia register path's blocks, which peel each row's
-        # partial first and last vectors (every row at another lead), written
-        # over dy and over y.
-        + [
-            CorrectnessCase(named(name, dtype), (spec((40, 3001)),) * 2, dtype, {"dim": -1},
-                            in_place=which)
-            for dtype in DTYPES
-            for name, which in (("block_rows_odd_in_place_dy", 0), ("block_rows_odd_in_place_y", 1))
-        ]
         # Rows longer than a block holds, more of them than the GPU holds at once.
         + [
             CorrectnessCase(named("many_long_rows", dtype), (spec((300, 40001)),) * 2, dtype,
                             {"dim": -1})
             for dtype in DTYPES
         ]
-        # Odd rows on the nvidia cluster path, every row at another lead, whose first
-        # block holds the row's partial first and last vectors, an element per thread:
-        # written over dy and over y, and with dy, y and out off a vector boundary.
+        # Odd rows, every row at another lead, written over dy and over y: on the
+        # nvidia register path's blocks (3001) and on its cluster path (40001), which
+        # both peel each row's partial first and last vectors, an element per thread
+        # (on the cluster path, the threads of the row's first block); then the
+        # cluster path with dy, y and out off a vector boundary.
         + [
-            CorrectnessCase(named(name, dtype), (spec((64, 40001)),) * 2, dtype, {"dim": -1},
-                            in_place=which)
+            CorrectnessCase(named(f"{name}_in_place_{over}", dtype), (spec(shape),) * 2, dtype,
+                            {"dim": -1}, in_place=which)
             for dtype in DTYPES
-            for name, which in (("many_long_rows_odd_in_place_dy", 0), ("many_long_rows_odd_in_place_y", 1))
+            for name, shape in (("block_rows_odd", (40, 3001)), ("many_long_rows_odd", (64, 40001)))
+            for over, which in (("dy", 0), ("y", 1))
         ]
         + [
             CorrectnessCase(named("many_long_rows_odd_misaligned", dtype),
