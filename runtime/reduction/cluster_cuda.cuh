@@ -74,18 +74,18 @@ __device__ inline void wait_async_copies() { asm volatile("cp.async.wait_all;\n"
 // neighbours ran at 75 %.
 template <int kVec, bool kWholeVectors>
 struct OnChipRow {
-  PeeledRow<kVec> peeled;
-  bool has_edge;
+  PeeledRow<kVec> peeled;  // edge -1 in every block but the one holding the edges
 
   // first: element 0 of the row in any of the launch's tensors.
   template <class T>
   __device__ static OnChipRow of(const T* first, int64_t length, int member, bool holds_edges) {
     if constexpr (kWholeVectors) {
-      return {{0, 0, -1}, false};
+      return {{0, 0, -1}};
     } else {
       // The on-chip paths hold rows far shorter than 2^31 elements.
-      const PeeledRow<kVec> peeled = PeeledRow<kVec>::of(first, static_cast<int>(length), member);
-      return {peeled, holds_edges && peeled.edge >= 0};
+      PeeledRow<kVec> peeled = PeeledRow<kVec>::of(first, static_cast<int>(length), member);
+      if (!holds_edges) peeled.edge = -1;
+      return {peeled};
     }
   }
 
@@ -101,12 +101,12 @@ struct OnChipRow {
 
   template <class T>
   __device__ float load_edge(const T* first, float fill) const {
-    return has_edge ? to_float(first[peeled.edge]) : fill;
+    return peeled.load_edge(first, fill);
   }
 
   template <class T>
   __device__ void store_edge(T* first, float value) const {
-    if (has_edge) first[peeled.edge] = from_float<T>(value);
+    peeled.store_edge(first, value);
   }
 };
 

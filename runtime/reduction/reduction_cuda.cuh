@@ -517,6 +517,12 @@ struct PeeledRow {
   __device__ float load_edge(const T* first, float fill) const {
     return edge >= 0 ? to_float(first[edge]) : fill;
   }
+
+  // Writes value as this member's edge element of the row at `first`, if it holds one.
+  template <class T>
+  __device__ void store_edge(T* first, float value) const {
+    if (edge >= 0) first[edge] = from_float<T>(value);
+  }
 };
 
 // How a register path reads a row's partial first and last vectors.
