@@ -32,32 +32,28 @@ constexpr int kMaxClusterBlocks = 16;
 
 #if __CUDA_ARCH__ >= 900
 // Copies this member's vectors of walk positions [from, end) to target
-// (position p to target[p - from]); wait_async_copies() completes them. Whole
-// 16-byte vectors go by asynchronous copy, which needs no registers, so a whole
-// chunk can be in flight at once; a row's partial vectors (and every element
-// without vectors) are loaded, with fill outside the row, and stored. Members
-// take vectors in turn, as for_each_vectors visits them, so a member that reads
-// back only its own positions needs no barrier.
-template <class T, int kVec, bool kWholeVectors>
-__device__ inline void stage_vectors(T* target, const RowWalk<const T, kWholeVectors>& walk,
-                                     int64_t from, int64_t end, int member, int width,
-                                     float fill) {
+// (position p to target[p - from]); wait_async_copies() completes them. The
+// on-chip paths walk rows in whole vectors (OnChipRow), so 16-byte vectors go
+// by asynchronous copy, which needs no registers, and a whole chunk can be in
+// flight at once; narrower vectors (elements without vectors) are loaded and
+// stored. Members take vectors in turn, as for_each_vectors visits them, so a
+// member that reads back only its own positions needs no barrier.
+template <class T, int kVec>
+__device__ inline void stage_vectors(T* target, const RowWalk<const T, true>& walk, int64_t from,
+                                     int64_t end, int member, int width) {
   using Word = typename AccessWord<sizeof(T) * kVec>::type;
   for (int64_t p = from + int64_t{member} * kVec; p < end; p += int64_t{width} * kVec) {
     T* const slot = target + (p - from);
-    const int64_t i = p - walk.lead;
     if constexpr (sizeof(T) * kVec == 16) {
-      if (kWholeVectors || (walk.holds(i) && walk.holds(i + kVec - 1))) {
-        const auto address = static_cast<unsigned>(__cvta_generic_to_shared(slot));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
-                     "l"(walk.first + i)
-                     : "memory");
-        continue;
-      }
+      const auto address = static_cast<unsigned>(__cvta_generic_to_shared(slot));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address),
+                   "l"(walk.first + (p - walk.lead))
+                   : "memory");
+    } else {
+      float x[kVec];
+      walk.template load<kVec>(p, 0.0f, x);
+      *reinterpret_cast<Word*>(slot) = pack_floats<kVec, T>(x);
     }
-    float x[kVec];
-    walk.template load<kVec>(p, fill, x);
-    *reinterpret_cast<Word*>(slot) = pack_floats<kVec, T>(x);
   }
 }
 

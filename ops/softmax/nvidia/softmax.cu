@@ -443,8 +443,7 @@ __global__ void __launch_bounds__(kClusterBlockThreads, 2)
     const RowWalk<const T, true> tail{chunk_tail, 1, end - tail_begin, 0};
     // Read the chunk once: the tail is copied to shared memory while the head
     // is loaded into registers.
-    stage_vectors<T, kVec, true>(chunk_tail, walk, tail_begin, end, team.member(), team.width(),
-                                 -INFINITY);
+    stage_vectors<T, kVec>(chunk_tail, walk, tail_begin, end, team.member(), team.width());
     float x[kRegisterVectors][kVec];
     float max = edge;
 #pragma unroll
@@ -542,8 +541,7 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
       plan.rows, plan.rows_per_round, meeting,
       [&](int64_t row) {
         const Walk walk = walk_of(row);
-        stage_vectors<T, kVec, true>(staged, walk.in, begin, walk.end, team.member(), team.width(),
-                                     -INFINITY);
+        stage_vectors<T, kVec>(staged, walk.in, begin, walk.end, team.member(), team.width());
       },
       [&](int64_t row) {
         const Walk walk = walk_of(row);

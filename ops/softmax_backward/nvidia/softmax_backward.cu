@@ -164,8 +164,8 @@ __global__ void __launch_bounds__(kStagedBlockThreads, kStagedBlocksPerSm)
         held_row.walk(y + start.second_in, plan.second_in_axis_stride, plan.row_length);
     const int64_t end = min(dy_walk.end(), begin + chunk);
     const int64_t staged = begin < end ? end - begin : 0;
-    stage_vectors<T, kVec, true>(staged_dy, dy_walk, begin, end, team.member(), team.width(), 0.0f);
-    stage_vectors<T, kVec, true>(staged_y, y_walk, begin, end, team.member(), team.width(), 0.0f);
+    stage_vectors<T, kVec>(staged_dy, dy_walk, begin, end, team.member(), team.width());
+    stage_vectors<T, kVec>(staged_y, y_walk, begin, end, team.member(), team.width());
     const float dy_edge = held_row.load_edge(dy + start.in, 0.0f);
     const float y_edge = held_row.load_edge(y + start.second_in, 0.0f);
     wait_async_copies();
@@ -240,10 +240,9 @@ __global__ void __launch_bounds__(kGridBlockThreads, kGridBlocksPerSm)
       plan.rows, plan.rows_per_round, meeting,
       [&](int64_t row) {
         const Walks walks = walks_of(row);
-        stage_vectors<T, kVec, true>(staged_dy, walks.dy, begin, walks.end, team.member(),
-                                     team.width(), 0.0f);
-        stage_vectors<T, kVec, true>(staged_dy + chunk, walks.y, begin, walks.end, team.member(),
-                                     team.width(), 0.0f);
+        stage_vectors<T, kVec>(staged_dy, walks.dy, begin, walks.end, team.member(), team.width());
+        stage_vectors<T, kVec>(staged_dy + chunk, walks.y, begin, walks.end, team.member(),
+                               team.width());
       },
       [&](int64_t row) {
         const Walks walks = walks_of(row);
