@@ -59,12 +59,15 @@ def test_a_prepared_run_binds_its_views_once_per_set_of_pointers_until_released(
     x, out = torch.randn(64, 100), torch.empty(64, 100)
     kernel = prepared(out, x, kernels)
     kernel.run(out, [x], 0)
+    assert not kernels.compiled[-1][1]["peeled"]
     first = kernel._launch[1]
     kernel.run(out, [x], 0)
     assert kernel._launch[1] is first  # the same launch, no new views
-    # Whole rows of 100 f32 in 16-byte vectors: one launch of `rows` per run.
-    assert kernels.launches == [("rows", [((64, 25, 4), (100, 4, 1), x.data_ptr()),
-                                          ((64, 25, 4), (100, 4, 1), out.data_ptr())])] * 2
+    # Whole rows of 100 f32 in 16-byte vectors: one launch of `rows` per run, on
+    # each tensor's vectors and rows, compiled without edges (rows of whole vectors).
+    assert kernels.launches == [("rows", [((1600, 4), (4, 1), x.data_ptr()), ((64, 100), (100, 1), x.data_ptr()),
+                                          ((1600, 4), (4, 1), out.data_ptr()),
+                                          ((64, 100), (100, 1), out.data_ptr())])] * 2
     x.data = torch.randn(64, 100)  # the memory moved: the next run binds again, to it
     kernel.run(out, [x], 0)
     assert kernel._launch[1] is not first
@@ -102,7 +105,7 @@ def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
     prepared(out, x, kernels).run(out, [x], 0)
     assert [name for name, _ in kernels.launches] == ["rows"]
     assert kernels.compiled[-1][1] | {"batch": None} == {
-        "dtype": "float32", "block_m": 1, "width": 32768, "vec": 1, "threads": 1024, "batch": None}
+        "dtype": "float32", "block_m": 1, "width": 32768, "vec": 4, "peeled": True, "threads": 1024, "batch": None}
     # Fewer rows than SMs: chunks spread them over the GPU instead.
     kernels = RecordingKernels()
     x, out = torch.randn(100, 24577), torch.empty(100, 24577)
@@ -113,11 +116,42 @@ def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
     assert max(backend.row_widths("softmax")) == max(backend.row_widths("reduce_sum")) == 32768
 
 
+def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_element():
+    # 101 f32 a row: the kernels see the whole data as 1616 vectors (the 6464th
+    # element, in a partial last vector, only through the rows) and as (64, 101) rows.
+    kernels = RecordingKernels()
+    x, out = torch.randn(64, 101), torch.empty(64, 101)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert kernels.compiled[-1][1]["vec"] == 4 and kernels.compiled[-1][1]["peeled"]
+    assert kernels.launches == [("rows", [((1616, 4), (4, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr()),
+                                          ((1616, 4), (4, 1), out.data_ptr()),
+                                          ((64, 101), (101, 1), out.data_ptr())])]
+    # Long odd rows in chunks: every chunk kernel sees the same two views.
+    kernels = RecordingKernels("bfloat16")
+    x = torch.randn(4, 100_001, dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    prepared(out, x, kernels).run(out, [x], 0)
+    stats, combine, write = kernels.launches
+    assert stats[1][:2] == [((50_000, 8), (8, 1), x.data_ptr()), ((4, 100_001), (100_001, 1), x.data_ptr())]
+    assert write[1][0] == stats[1][0] and write[1][-1] == ((4, 100_001), (100_001, 1), out.data_ptr())
+    assert all(consts.get("vec", 8) == 8 and consts.get("peeled", True) for _, consts in kernels.compiled)
+
+
+def test_f32_partial_sums_are_summed_by_the_one_element_rows_kernel():
+    kernels = RecordingKernels()
+    partials, out = torch.randn(4, 100), torch.empty(4)
+    backend.SumLevels(kernels, 4, 100, "float32")(partials, out.view(4, 1))
+    assert kernels.compiled[-1][1]["vec"] == 1
+    assert kernels.launches == [("rows", [((400, 1), (1, 1), partials.data_ptr()),
+                                          ((4, 100), (100, 1), partials.data_ptr()), ((4, 1), (1, 1), out.data_ptr())])]
+
+
 def test_misaligned_tensors_take_the_one_element_kernels():
     kernels = RecordingKernels()
     x, out = torch.randn(64 * 100 + 1)[1:].view(64, 100), torch.empty(64, 100)
     prepared(out, x, kernels).run(out, [x], 0)
-    assert kernels.launches[0][1][0][:2] == ((64, 100, 1), (100, 1, 1))
+    assert kernels.compiled[-1][1]["vec"] == 1
+    assert kernels.launches[0][1][:2] == [((6400, 1), (1, 1), x.data_ptr()), ((64, 100), (100, 1), x.data_ptr())]
 
 
 def test_a_run_after_destroy_is_refused():

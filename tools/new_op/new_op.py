@@ -244,24 +244,22 @@ def reduction_family_values(request: Request) -> dict[str, str]:
         "storage type T; to_float and from_float<T> convert. "
         f"ops/{example}/cpu/{example}_cpu.cc is a complete kernel of this shape.",
         _COLUMNS - len("// "), break_on_hyphens=False))
-    out_extents = "m, nv, vec" if keeps_axis else "m, 1"
+    # Each row operand is two views of one tensor (tiles.py): its whole vectors and its rows.
+    operands = [view for name in inputs for view in ((f"{name}_vectors", "vectors, vec"), (name, "m, n"))]
+    operands += [("out_vectors", "vectors, vec"), ("out", "m, n")] if keeps_axis else [("out", "m, 1")]
+    names = [name for name, _ in operands]
     return {
         "cpu_comment": cpu_comment,
         "example": example,
         "rows_result": (
-            "out[row, j // vec, j % vec] for rows row < m, elements j < nv * vec"
-            if keeps_axis else "out[row, 0] for the rows row < m"
+            "out[row, j] for rows row < m, elements j < n" if keeps_axis else "out[row, 0] for the rows row < m"
         ),
-        "tilelang_rows_params": ", ".join([*inputs, "out", "m", "nv", "block_m", "width", "vec", "threads", "batch"]),
-        "tilelang_operands": ", ".join([*inputs, "out"]),
+        "tilelang_rows_params": ", ".join([*names, "block_m", "width", "vec", "peeled", "threads", "batch"]),
+        "tilelang_operands": ", ".join(names),
         "tilelang_eager_declarations": "\n".join(
-            f"    {name}: T.Tensor[[m, nv, vec], dtype]" for name in inputs
+            f"    {name}: T.Tensor[[{extents}], dtype]" for name, extents in operands
         ),
-        "tilelang_out_extents": f"[{out_extents}]",
-        "tilelang_lazy_params": ", ".join(
-            [*(f"{name}: T.Tensor((m, nv, vec), dtype)" for name in inputs),
-             f"out: T.Tensor(({out_extents}), dtype)"]
-        ),
+        "tilelang_lazy_params": ", ".join(f"{name}: T.Tensor(({extents}), dtype)" for name, extents in operands),
         "reference_params": ", ".join(
             [*(f"{name}: torch.Tensor" for name in inputs), "dim: int = -1",
              *([] if keeps_axis else ["keepdim: bool = False"])]

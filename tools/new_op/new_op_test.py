@@ -267,14 +267,17 @@ def test_two_input_normalization_is_shaped_like_softmax_backward():
     assert "axis_cases(keeps_axis=True, num_inputs=2)" in cases
     assert "(shape,) * 2, dtype, {\"dim\": dim})" in cases
     tilelang = files[folder / "tilelang/softmax_backward.py"]
-    assert "def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch):" in tilelang
-    assert 'def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):' in tilelang
-    assert "    y: T.Tensor[[m, nv, vec], dtype]\n    out: T.Tensor[[m, nv, vec], dtype]\n" in tilelang
+    operands = "dy_vectors, dy, y_vectors, y, out_vectors, out"
+    assert f"def softmax_backward_rows({operands}, block_m, width, vec, peeled, threads, batch):" in tilelang
+    assert (f'def rows_eager({operands}, dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threads=128, '
+            'batch=1):' in tilelang)
+    assert "    y: T.Tensor[[m, n], dtype]\n    out_vectors: T.Tensor[[vectors, vec], dtype]\n" in tilelang
     assert (
-        "def rows_lazy(dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), "
-        "out: T.Tensor((m, nv, vec), dtype)):"
+        "def rows_lazy(dy_vectors: T.Tensor((vectors, vec), dtype), dy: T.Tensor((m, n), dtype), "
+        "y_vectors: T.Tensor((vectors, vec), dtype), y: T.Tensor((m, n), dtype), "
+        "out_vectors: T.Tensor((vectors, vec), dtype), out: T.Tensor((m, n), dtype)):"
     ) in tilelang
-    assert tilelang.count("softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)\n") == 2
+    assert tilelang.count(f"softmax_backward_rows({operands}, block_m, width, vec, peeled, threads, batch)\n") == 2
     assert 'register("softmax_backward", "rows", eager=rows_eager, lazy=rows_lazy)' in tilelang
 
 
@@ -282,7 +285,7 @@ def test_one_input_normalization_keeps_the_default_input():
     files = new_op.planned_files(Request("log_softmax", "normalization"))
     assert "inputs" not in files[Path("ops/log_softmax/BUILD.bazel")]
     assert "axis_cases(keeps_axis=True)" in files[Path("ops/log_softmax/cases.py")]
-    assert "out: T.Tensor((m, nv, vec), dtype)):" in files[Path("ops/log_softmax/tilelang/log_softmax.py")]
+    assert "out: T.Tensor((m, n), dtype)):" in files[Path("ops/log_softmax/tilelang/log_softmax.py")]
 
 
 # Requests with long names: the operator's, and (elementwise) three parameters'.

@@ -1,8 +1,9 @@
 """reduce_sum in TileLang, summing in f32, in two kernels:
 
-- `rows`: sums of chunks of the rows of a contiguous input seen as (m, nv,
-  vec) (tiles.py). Block (c, b) holds chunk c, `width` elements, of rows
-  b * block_m ... in registers, and one `T.reduce_sum` (a tree TileLang emits
+- `rows`: sums of chunks of the rows of a contiguous input, seen as its whole
+  vectors and its (m, n) rows (tiles.py). Block (c, b) holds chunk c, `width`
+  elements of whole vectors, of rows b * block_m ... in registers (chunk 0
+  also each row's edges), and `tiles.reduce_rows_sum` (a tree TileLang emits
   over the block's threads) writes out[r, c]. With one chunk per row, out is
   the result (m, 1); with several, out is f32 partial sums (m, chunks) that the
   same kernel then sums as rows of f32 (the backend repeats this until one
@@ -27,17 +28,18 @@ import tilelang
 import tilelang.language as T
 
 from operator_runtime.tilelang.registry import register
-from operator_runtime.tilelang.tiles import column_layout, load_columns, load_rows
+from operator_runtime.tilelang.tiles import alloc_rows, column_layout, load_columns, load_rows, reduce_rows_sum
 
 
 @T.macro
-def sum_rows(input, out, m, nv, block_m, width, vec, threads, batch):
+def sum_rows(input_vectors, input, out, block_m, width, vec, peeled, threads, batch):
+    m = input.shape[0]
     chunks = out.shape[1]
     with T.Kernel(chunks, T.ceildiv(m, block_m), threads=threads) as (c, b):
-        tile = T.alloc_fragment((block_m, width), "float32")
+        tile = alloc_rows("tile", block_m, width, vec, peeled)
         total = T.alloc_fragment((block_m,), "float32")
-        load_rows(input, tile, b * block_m, c * (width // vec), m, nv, vec, T.float32(0))
-        T.reduce_sum(tile, total, dim=1, batch=batch)
+        load_rows(input_vectors, input, tile, b * block_m, c, T.float32(0))
+        reduce_rows_sum(tile, total, batch)
         for i in T.Parallel(block_m):
             if b * block_m + i < m:
                 out[b * block_m + i, c] = T.Cast(out.dtype, total[i])
@@ -45,21 +47,27 @@ def sum_rows(input, out, m, nv, block_m, width, vec, threads, batch):
 
 @tilelang.jit
 def rows_eager(
-    input, out, dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1,
+    input_vectors, input, out, dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, peeled=False,
+    threads=128, batch=1,
 ):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
-    input: T.Tensor[[m, nv, vec], dtype]
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
     out: T.Tensor[[m, chunks], out_dtype]
-    sum_rows(input, out, m, nv, block_m, width, vec, threads, batch)
+    sum_rows(input_vectors, input, out, block_m, width, vec, peeled, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
+def rows_lazy(dtype="float32", out_dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threads=128, batch=1):
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
 
     @T.prim_func
-    def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, chunks), out_dtype)):
-        sum_rows(input, out, m, nv, block_m, width, vec, threads, batch)
+    def rows_lazy(
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
+        out: T.Tensor((m, chunks), out_dtype),
+    ):
+        sum_rows(input_vectors, input, out, block_m, width, vec, peeled, threads, batch)
 
     return rows_lazy
 

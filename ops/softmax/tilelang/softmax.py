@@ -1,15 +1,18 @@
 """softmax in TileLang, computed in f32, in three regimes:
 
-- `rows`: rows of a contiguous input seen as (m, nv, vec) (tiles.py) that fit a
-  block's registers: block b holds rows b * block_m ... whole, takes their
-  maximum and the sum of exp(x - maximum) with `T.reduce_max` / `T.reduce_sum`
-  and writes exp(x - maximum) times 1 / sum: one read and one write per element.
+- `rows`: rows of a contiguous input, each operand seen as its whole vectors
+  and its (m, n) rows (tiles.py), that fit a block's registers: block b holds
+  rows b * block_m ... whole (their whole vectors and their edges), takes
+  their maximum and the sum of exp(x - maximum) (`tiles.reduce_rows_max` /
+  `reduce_rows_sum`) and writes exp(x - maximum) times 1 / sum: one read and
+  one write per element.
 - longer rows, in chunks of `width` elements spread over the whole GPU:
   `chunk_stats` writes each chunk's (maximum, sum of exp(x - maximum)) into
   f32 stats (m, chunks, 2); `combine_stats` folds a row's chunks into its
   (maximum, sum) (m, 1, 2), rescaling each sum to the larger maximum (the
   backend repeats it while more than one chunk is left); `chunk_write` reads
-  each chunk again and writes exp(x - maximum) / sum.
+  each chunk again and writes exp(x - maximum) / sum. A row's edges belong to
+  its first chunk.
 - `columns`: along the middle axis of a contiguous (outer, n, iv, vec) input
   (a leading or middle dim): block (c, o) walks n twice over neighbouring
   columns, first keeping a running maximum and rescaled sum per lane, then
@@ -31,8 +34,12 @@ import tilelang.language as T
 from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import (
     MINUS_INF,
+    alloc_rows,
     load_columns,
     load_rows,
+    map_rows,
+    reduce_rows_max,
+    reduce_rows_sum,
     store_columns,
     store_rows,
     weight,
@@ -40,73 +47,85 @@ from operator_runtime.tilelang.tiles import (
 
 
 @T.macro
-def softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch):
-    with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
-        tile = T.alloc_fragment((block_m, width), "float32")
+def softmax_rows(input_vectors, input, out_vectors, out, block_m, width, vec, peeled, threads, batch):
+    with T.Kernel(T.ceildiv(input.shape[0], block_m), threads=threads) as b:
+        tile = alloc_rows("tile", block_m, width, vec, peeled)
         row_max = T.alloc_fragment((block_m,), "float32")
         row_sum = T.alloc_fragment((block_m,), "float32")
-        load_rows(input, tile, b * block_m, 0, m, nv, vec, MINUS_INF)
-        T.reduce_max(tile, row_max, dim=1, clear=True, batch=batch)
-        for i, j in T.Parallel(block_m, width):
-            tile[i, j] = weight(tile[i, j], row_max[i])
-        T.reduce_sum(tile, row_sum, dim=1, batch=batch)
+        load_rows(input_vectors, input, tile, b * block_m, 0, MINUS_INF)
+        reduce_rows_max(tile, row_max, batch)
+        map_rows(tile, lambda x, i: weight(x, row_max[i]), (tile,))
+        reduce_rows_sum(tile, row_sum, batch)
         for i in T.Parallel(block_m):
             row_sum[i] = 1 / row_sum[i]  # one division per row, a multiplication per element
-        for i, j in T.Parallel(block_m, width):
-            tile[i, j] = tile[i, j] * row_sum[i]
-        store_rows(tile, out, b * block_m, 0, m, nv, vec)
+        map_rows(tile, lambda x, i: x * row_sum[i], (tile,))
+        store_rows(tile, out_vectors, out, b * block_m, 0)
 
 
 @tilelang.jit
-def rows_eager(input, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
-    m, nv = T.dynamic("m, nv")
-    input: T.Tensor[[m, nv, vec], dtype]
-    out: T.Tensor[[m, nv, vec], dtype]
-    softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch)
+def rows_eager(
+    input_vectors, input, out_vectors, out, dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threads=128,
+    batch=1,
+):
+    m, n, vectors = T.dynamic("m, n, vectors")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_rows(input_vectors, input, out_vectors, out, block_m, width, vec, peeled, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
-    m, nv = T.dynamic("m, nv")
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threads=128, batch=1):
+    m, n, vectors = T.dynamic("m, n, vectors")
 
     @T.prim_func
-    def rows_lazy(input: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)):
-        softmax_rows(input, out, m, nv, block_m, width, vec, threads, batch)
+    def rows_lazy(
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
+    ):
+        softmax_rows(input_vectors, input, out_vectors, out, block_m, width, vec, peeled, threads, batch)
 
     return rows_lazy
 
 
 @T.macro
-def softmax_chunk_stats(input, stats, m, nv, width, vec, threads):
-    with T.Kernel(stats.shape[1], m, threads=threads) as (c, r):
-        tile = T.alloc_fragment((1, width), "float32")
+def softmax_chunk_stats(input_vectors, input, stats, width, vec, peeled, threads):
+    with T.Kernel(stats.shape[1], input.shape[0], threads=threads) as (c, r):
+        tile = alloc_rows("tile", 1, width, vec, peeled)
         chunk_max = T.alloc_fragment((1,), "float32")
         chunk_sum = T.alloc_fragment((1,), "float32")
-        load_rows(input, tile, r, c * (width // vec), m, nv, vec, MINUS_INF)
-        T.reduce_max(tile, chunk_max, dim=1, clear=True)
-        for i, j in T.Parallel(1, width):
-            tile[i, j] = weight(tile[i, j], chunk_max[i])
-        T.reduce_sum(tile, chunk_sum, dim=1)
+        load_rows(input_vectors, input, tile, r, c, MINUS_INF)
+        reduce_rows_max(tile, chunk_max, 1)
+        map_rows(tile, lambda x, i: weight(x, chunk_max[i]), (tile,))
+        reduce_rows_sum(tile, chunk_sum, 1)
         for i in T.Parallel(1):
             stats[r, c, 0] = chunk_max[i]
             stats[r, c, 1] = chunk_sum[i]
 
 
 @tilelang.jit
-def chunk_stats_eager(input, stats, dtype="float32", width=1024, vec=1, threads=128):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
-    input: T.Tensor[[m, nv, vec], dtype]
+def chunk_stats_eager(input_vectors, input, stats, dtype="float32", width=1024, vec=1, peeled=False, threads=128):
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
     stats: T.Tensor[[m, chunks, 2], "float32"]
-    softmax_chunk_stats(input, stats, m, nv, width, vec, threads)
+    softmax_chunk_stats(input_vectors, input, stats, width, vec, peeled, threads)
 
 
 @tilelang.jit
-def chunk_stats_lazy(dtype="float32", width=1024, vec=1, threads=128):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
+def chunk_stats_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=128):
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
 
     @T.prim_func
-    def chunk_stats_lazy(input: T.Tensor((m, nv, vec), dtype), stats: T.Tensor((m, chunks, 2), "float32")):
-        softmax_chunk_stats(input, stats, m, nv, width, vec, threads)
+    def chunk_stats_lazy(
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
+        stats: T.Tensor((m, chunks, 2), "float32"),
+    ):
+        softmax_chunk_stats(input_vectors, input, stats, width, vec, peeled, threads)
 
     return chunk_stats_lazy
 
@@ -154,38 +173,44 @@ def combine_stats_lazy(width=1024, threads=128):
 
 
 @T.macro
-def softmax_chunk_write(input, stats, out, m, nv, width, vec, threads):
-    with T.Kernel(T.ceildiv(nv * vec, width), m, threads=threads) as (c, r):
-        tile = T.alloc_fragment((1, width), "float32")
+def softmax_chunk_write(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads):
+    m, n = input.shape
+    with T.Kernel(T.ceildiv(n, width), m, threads=threads) as (c, r):
+        tile = alloc_rows("tile", 1, width, vec, peeled)
         inverse_sum = T.alloc_fragment((1,), "float32")
         for i in T.Parallel(1):
             inverse_sum[i] = 1 / stats[r, 0, 1]
-        load_rows(input, tile, r, c * (width // vec), m, nv, vec, MINUS_INF)
-        for i, j in T.Parallel(1, width):
-            tile[i, j] = weight(tile[i, j], stats[r, 0, 0]) * inverse_sum[i]
-        store_rows(tile, out, r, c * (width // vec), m, nv, vec)
+        load_rows(input_vectors, input, tile, r, c, MINUS_INF)
+        map_rows(tile, lambda x, i: weight(x, stats[r, 0, 0]) * inverse_sum[i], (tile,))
+        store_rows(tile, out_vectors, out, r, c)
 
 
 @tilelang.jit
-def chunk_write_eager(input, stats, out, dtype="float32", width=1024, vec=1, threads=128):
-    m, nv = T.dynamic("m, nv")
-    input: T.Tensor[[m, nv, vec], dtype]
+def chunk_write_eager(
+    input_vectors, input, stats, out_vectors, out, dtype="float32", width=1024, vec=1, peeled=False, threads=128,
+):
+    m, n, vectors = T.dynamic("m, n, vectors")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
     stats: T.Tensor[[m, 1, 2], "float32"]
-    out: T.Tensor[[m, nv, vec], dtype]
-    softmax_chunk_write(input, stats, out, m, nv, width, vec, threads)
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_chunk_write(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads)
 
 
 @tilelang.jit
-def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
-    m, nv = T.dynamic("m, nv")
+def chunk_write_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=128):
+    m, n, vectors = T.dynamic("m, n, vectors")
 
     @T.prim_func
     def chunk_write_lazy(
-        input: T.Tensor((m, nv, vec), dtype),
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
         stats: T.Tensor((m, 1, 2), "float32"),
-        out: T.Tensor((m, nv, vec), dtype),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
     ):
-        softmax_chunk_write(input, stats, out, m, nv, width, vec, threads)
+        softmax_chunk_write(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads)
 
     return chunk_write_lazy
 

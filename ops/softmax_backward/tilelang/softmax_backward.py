@@ -1,8 +1,9 @@
 """softmax_backward in TileLang: out = y * (dy - sum(dy * y)), computed in f32, in three regimes:
 
-- `rows`: rows of contiguous dy and y seen as (m, nv, vec) (tiles.py) that fit
-  a block's registers: block b holds rows b * block_m ... of both whole, takes
-  sum(dy * y) with one `T.reduce_sum` and writes out: one read of each input
+- `rows`: rows of contiguous dy and y, each operand seen as its whole vectors
+  and its (m, n) rows (tiles.py), that fit a block's registers: block b holds
+  rows b * block_m ... of both whole (whole vectors and edges), takes
+  sum(dy * y) (`tiles.reduce_rows_sum`) and writes out: one read of each input
   and one write per element.
 - longer rows, in chunks of `width` elements spread over the whole GPU:
   `chunk_dots` writes each chunk's sum(dy * y) into f32 partials (m, chunks);
@@ -25,121 +26,157 @@ import tilelang
 import tilelang.language as T
 
 from operator_runtime.tilelang.registry import register
-from operator_runtime.tilelang.tiles import load_columns, load_rows, store_columns, store_rows
+from operator_runtime.tilelang.tiles import (
+    alloc_rows,
+    load_columns,
+    load_rows,
+    map_rows,
+    reduce_rows_sum,
+    store_columns,
+    store_rows,
+)
 
 ZERO = T.float32(0)
 
 
 @T.macro
-def softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch):
-    with T.Kernel(T.ceildiv(m, block_m), threads=threads) as b:
-        dy_tile = T.alloc_fragment((block_m, width), "float32")
-        y_tile = T.alloc_fragment((block_m, width), "float32")
-        products = T.alloc_fragment((block_m, width), "float32")
+def softmax_backward_rows(
+    dy_vectors, dy, y_vectors, y, out_vectors, out, block_m, width, vec, peeled, threads, batch,
+):
+    with T.Kernel(T.ceildiv(dy.shape[0], block_m), threads=threads) as b:
+        dy_tile = alloc_rows("dy_tile", block_m, width, vec, peeled)
+        y_tile = alloc_rows("y_tile", block_m, width, vec, peeled)
+        products = alloc_rows("products", block_m, width, vec, peeled)
         dot = T.alloc_fragment((block_m,), "float32")
-        load_rows(dy, dy_tile, b * block_m, 0, m, nv, vec, ZERO)
-        load_rows(y, y_tile, b * block_m, 0, m, nv, vec, ZERO)
-        for i, j in T.Parallel(block_m, width):
-            products[i, j] = dy_tile[i, j] * y_tile[i, j]
-        T.reduce_sum(products, dot, dim=1, batch=batch)
-        for i, j in T.Parallel(block_m, width):
-            dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[i])
-        store_rows(dy_tile, out, b * block_m, 0, m, nv, vec)
+        load_rows(dy_vectors, dy, dy_tile, b * block_m, 0, ZERO)
+        load_rows(y_vectors, y, y_tile, b * block_m, 0, ZERO)
+        map_rows(products, lambda dy, y, i: dy * y, (dy_tile, y_tile))
+        reduce_rows_sum(products, dot, batch)
+        map_rows(dy_tile, lambda dy, y, i: y * (dy - dot[i]), (dy_tile, y_tile))
+        store_rows(dy_tile, out_vectors, out, b * block_m, 0)
 
 
 @tilelang.jit
-def rows_eager(dy, y, out, dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
-    m, nv = T.dynamic("m, nv")
-    dy: T.Tensor[[m, nv, vec], dtype]
-    y: T.Tensor[[m, nv, vec], dtype]
-    out: T.Tensor[[m, nv, vec], dtype]
-    softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)
+def rows_eager(
+    dy_vectors, dy, y_vectors, y, out_vectors, out, dtype="float32", block_m=1, width=1024, vec=1, peeled=False,
+    threads=128, batch=1,
+):
+    m, n, vectors = T.dynamic("m, n, vectors")
+    dy_vectors: T.Tensor[[vectors, vec], dtype]
+    dy: T.Tensor[[m, n], dtype]
+    y_vectors: T.Tensor[[vectors, vec], dtype]
+    y: T.Tensor[[m, n], dtype]
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_backward_rows(dy_vectors, dy, y_vectors, y, out_vectors, out, block_m, width, vec, peeled, threads, batch)
 
 
 @tilelang.jit
-def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, threads=128, batch=1):
-    m, nv = T.dynamic("m, nv")
+def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threads=128, batch=1):
+    m, n, vectors = T.dynamic("m, n, vectors")
 
     @T.prim_func
     def rows_lazy(
-        dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), out: T.Tensor((m, nv, vec), dtype)
+        dy_vectors: T.Tensor((vectors, vec), dtype),
+        dy: T.Tensor((m, n), dtype),
+        y_vectors: T.Tensor((vectors, vec), dtype),
+        y: T.Tensor((m, n), dtype),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
     ):
-        softmax_backward_rows(dy, y, out, m, nv, block_m, width, vec, threads, batch)
+        softmax_backward_rows(
+            dy_vectors, dy, y_vectors, y, out_vectors, out, block_m, width, vec, peeled, threads, batch,
+        )
 
     return rows_lazy
 
 
 @T.macro
-def softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads):
-    with T.Kernel(dots.shape[1], m, threads=threads) as (c, r):
-        dy_tile = T.alloc_fragment((1, width), "float32")
-        y_tile = T.alloc_fragment((1, width), "float32")
+def softmax_backward_chunk_dots(dy_vectors, dy, y_vectors, y, dots, width, vec, peeled, threads):
+    with T.Kernel(dots.shape[1], dy.shape[0], threads=threads) as (c, r):
+        dy_tile = alloc_rows("dy_tile", 1, width, vec, peeled)
+        y_tile = alloc_rows("y_tile", 1, width, vec, peeled)
         dot = T.alloc_fragment((1,), "float32")
-        load_rows(dy, dy_tile, r, c * (width // vec), m, nv, vec, ZERO)
-        load_rows(y, y_tile, r, c * (width // vec), m, nv, vec, ZERO)
-        for i, j in T.Parallel(1, width):
-            dy_tile[i, j] = dy_tile[i, j] * y_tile[i, j]
-        T.reduce_sum(dy_tile, dot, dim=1)
+        load_rows(dy_vectors, dy, dy_tile, r, c, ZERO)
+        load_rows(y_vectors, y, y_tile, r, c, ZERO)
+        map_rows(dy_tile, lambda dy, y, i: dy * y, (dy_tile, y_tile))
+        reduce_rows_sum(dy_tile, dot, 1)
         for i in T.Parallel(1):
             dots[r, c] = dot[i]
 
 
 @tilelang.jit
-def chunk_dots_eager(dy, y, dots, dtype="float32", width=1024, vec=1, threads=128):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
-    dy: T.Tensor[[m, nv, vec], dtype]
-    y: T.Tensor[[m, nv, vec], dtype]
+def chunk_dots_eager(
+    dy_vectors, dy, y_vectors, y, dots, dtype="float32", width=1024, vec=1, peeled=False, threads=128,
+):
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
+    dy_vectors: T.Tensor[[vectors, vec], dtype]
+    dy: T.Tensor[[m, n], dtype]
+    y_vectors: T.Tensor[[vectors, vec], dtype]
+    y: T.Tensor[[m, n], dtype]
     dots: T.Tensor[[m, chunks], "float32"]
-    softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads)
+    softmax_backward_chunk_dots(dy_vectors, dy, y_vectors, y, dots, width, vec, peeled, threads)
 
 
 @tilelang.jit
-def chunk_dots_lazy(dtype="float32", width=1024, vec=1, threads=128):
-    m, nv, chunks = T.dynamic("m, nv, chunks")
+def chunk_dots_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=128):
+    m, n, vectors, chunks = T.dynamic("m, n, vectors, chunks")
 
     @T.prim_func
     def chunk_dots_lazy(
-        dy: T.Tensor((m, nv, vec), dtype), y: T.Tensor((m, nv, vec), dtype), dots: T.Tensor((m, chunks), "float32")
+        dy_vectors: T.Tensor((vectors, vec), dtype),
+        dy: T.Tensor((m, n), dtype),
+        y_vectors: T.Tensor((vectors, vec), dtype),
+        y: T.Tensor((m, n), dtype),
+        dots: T.Tensor((m, chunks), "float32"),
     ):
-        softmax_backward_chunk_dots(dy, y, dots, m, nv, width, vec, threads)
+        softmax_backward_chunk_dots(dy_vectors, dy, y_vectors, y, dots, width, vec, peeled, threads)
 
     return chunk_dots_lazy
 
 
 @T.macro
-def softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads):
-    with T.Kernel(T.ceildiv(nv * vec, width), m, threads=threads) as (c, r):
-        dy_tile = T.alloc_fragment((1, width), "float32")
-        y_tile = T.alloc_fragment((1, width), "float32")
-        load_rows(dy, dy_tile, r, c * (width // vec), m, nv, vec, ZERO)
-        load_rows(y, y_tile, r, c * (width // vec), m, nv, vec, ZERO)
-        for i, j in T.Parallel(1, width):
-            dy_tile[i, j] = y_tile[i, j] * (dy_tile[i, j] - dot[r, 0])
-        store_rows(dy_tile, out, r, c * (width // vec), m, nv, vec)
+def softmax_backward_chunk_write(dy_vectors, dy, y_vectors, y, dot, out_vectors, out, width, vec, peeled, threads):
+    m, n = dy.shape
+    with T.Kernel(T.ceildiv(n, width), m, threads=threads) as (c, r):
+        dy_tile = alloc_rows("dy_tile", 1, width, vec, peeled)
+        y_tile = alloc_rows("y_tile", 1, width, vec, peeled)
+        load_rows(dy_vectors, dy, dy_tile, r, c, ZERO)
+        load_rows(y_vectors, y, y_tile, r, c, ZERO)
+        map_rows(dy_tile, lambda dy, y, i: y * (dy - dot[r, 0]), (dy_tile, y_tile))
+        store_rows(dy_tile, out_vectors, out, r, c)
 
 
 @tilelang.jit
-def chunk_write_eager(dy, y, dot, out, dtype="float32", width=1024, vec=1, threads=128):
-    m, nv = T.dynamic("m, nv")
-    dy: T.Tensor[[m, nv, vec], dtype]
-    y: T.Tensor[[m, nv, vec], dtype]
+def chunk_write_eager(
+    dy_vectors, dy, y_vectors, y, dot, out_vectors, out, dtype="float32", width=1024, vec=1, peeled=False, threads=128,
+):
+    m, n, vectors = T.dynamic("m, n, vectors")
+    dy_vectors: T.Tensor[[vectors, vec], dtype]
+    dy: T.Tensor[[m, n], dtype]
+    y_vectors: T.Tensor[[vectors, vec], dtype]
+    y: T.Tensor[[m, n], dtype]
     dot: T.Tensor[[m, 1], "float32"]
-    out: T.Tensor[[m, nv, vec], dtype]
-    softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads)
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_backward_chunk_write(dy_vectors, dy, y_vectors, y, dot, out_vectors, out, width, vec, peeled, threads)
 
 
 @tilelang.jit
-def chunk_write_lazy(dtype="float32", width=1024, vec=1, threads=128):
-    m, nv = T.dynamic("m, nv")
+def chunk_write_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=128):
+    m, n, vectors = T.dynamic("m, n, vectors")
 
     @T.prim_func
     def chunk_write_lazy(
-        dy: T.Tensor((m, nv, vec), dtype),
-        y: T.Tensor((m, nv, vec), dtype),
+        dy_vectors: T.Tensor((vectors, vec), dtype),
+        dy: T.Tensor((m, n), dtype),
+        y_vectors: T.Tensor((vectors, vec), dtype),
+        y: T.Tensor((m, n), dtype),
         dot: T.Tensor((m, 1), "float32"),
-        out: T.Tensor((m, nv, vec), dtype),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
     ):
-        softmax_backward_chunk_write(dy, y, dot, out, m, nv, width, vec, threads)
+        softmax_backward_chunk_write(dy_vectors, dy, y_vectors, y, dot, out_vectors, out, width, vec, peeled, threads)
 
     return chunk_write_lazy
 

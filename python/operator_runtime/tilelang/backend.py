@@ -28,9 +28,11 @@ The regimes, as the CUDA backend has them:
 - any other layout (padded or permuted rows): torch gathers each input into a
   contiguous (m, n) matrix in the plan's row order, then as rows.
 
-Rows are read in 16-byte vectors (tiles.py) when n (or inner) is a multiple of
-the vector and every operand is 16-byte aligned; otherwise one element at a
-time. Indexing is 64-bit, so rows longer than 2^31-1 elements run too.
+Rows of any length are read in 16-byte vectors when every operand is 16-byte
+aligned: each row's whole vectors as vectors, the elements before and after
+them (its partial first and last vectors) one at a time (tiles.py); columns
+when the inner extent is a multiple of the vector. Otherwise one element at
+a time. Indexing is 64-bit, so rows longer than 2^31-1 elements run too.
 """
 
 from __future__ import annotations
@@ -119,7 +121,8 @@ def _vector_width(dtype: str) -> int:
 
 
 def _vector(dtype: str, extent: int) -> int:
-    """Elements per 16-byte vector when rows of `extent` elements keep vectors aligned, else 1."""
+    """Elements per 16-byte vector when columns of an inner extent of `extent`
+    elements keep vectors aligned, else 1."""
     vec = _vector_width(dtype)
     return vec if extent % vec == 0 else 1
 
@@ -134,8 +137,9 @@ def row_widths(op: str) -> tuple[int, ...]:
     return tuple(width for width in ROW_WIDTHS if width <= MAX_BLOCK_THREADS * _row_elements(op))
 
 
-def row_tile(op: str, width: int, vec: int) -> dict:
-    """The tile shape for rows of `width` elements (one of row_widths(op)).
+def row_tile(op: str, width: int, vec: int, peeled: bool = False) -> dict:
+    """The tile shape for rows of `width` elements (one of row_widths(op)),
+    `peeled` when the rows are not whole vectors (tiles.alloc_rows).
 
     `batch`: a thread's rows (TileLang gives a row's vectors to consecutive
     threads), all reduced by one batched all-reduce, so a block synchronises
@@ -144,12 +148,13 @@ def row_tile(op: str, width: int, vec: int) -> dict:
     threads = max(ROW_THREADS, width // per_thread)
     block_m = max(1, threads * per_thread // width)
     rows_per_thread = block_m if width // vec >= threads else block_m * width // (vec * threads)
-    return {"block_m": block_m, "width": width, "vec": vec, "threads": threads, "batch": rows_per_thread}
+    return {"block_m": block_m, "width": width, "vec": vec, "peeled": peeled, "threads": threads,
+            "batch": rows_per_thread}
 
 
-def chunk_tile(op: str, width: int, vec: int) -> dict:
+def chunk_tile(op: str, width: int, vec: int, peeled: bool = False) -> dict:
     """The tile shape for chunks of `width` elements, one chunk per block."""
-    tile = row_tile(op, width, vec)
+    tile = row_tile(op, width, vec, peeled)
     del tile["block_m"], tile["batch"]
     return tile
 
@@ -187,7 +192,9 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
     found = []
     for vec in vectors(dtype):
         extra = {"out_dtype": dtype} if OPERATORS[op].kind == Kind.REDUCTION else {}
-        found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec)}) for w in row_widths(op)]
+        peels = (False, True) if vec > 1 else (False,)
+        found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec, peeled)})
+                  for w in row_widths(op) for peeled in peels]
         if "columns" in registered:
             outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
             found += [(op, "columns", {"dtype": dtype, **out, **column_tile(op, w, vec)})
@@ -195,8 +202,8 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
             if extra and vec == 1:  # the second level, summing f32 splits
                 found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(op, w, 1)})
                           for w in COLUMN_WIDTHS]
-        for width in CHUNK_WIDTHS if recipe else ():
-            tile = chunk_tile(op, width, vec)
+        for width, peeled in itertools.product(CHUNK_WIDTHS if recipe else (), peels):
+            tile = chunk_tile(op, width, vec, peeled)
             if recipe == "chunk_sums":
                 found.append((op, recipe, {"dtype": dtype, "out_dtype": "float32", "block_m": 1, **tile}))
             else:
@@ -384,6 +391,13 @@ def _chunk_width(op: str, m: int, n: int, vec: int, sms: int) -> int | None:
     return chunk if n > chunk else None
 
 
+def row_views(matrix: torch.Tensor, m: int, n: int, vec: int) -> list[torch.Tensor]:
+    """A rows kernel's two views of a contiguous (m, n) matrix (tiles.py): its
+    whole vec-element vectors as (m * n // vec, vec), and its rows (m, n)."""
+    offset = matrix.storage_offset()
+    return [matrix.as_strided((m * n // vec, vec), (vec, 1), offset), matrix.as_strided((m, n), (n, 1), offset)]
+
+
 class SumLevels:
     """Sums f32 partials (m, chunks) down to (m, 1) with reduce_sum's rows
     kernel, each level summing up to max(row_widths("reduce_sum")) partials; the last level
@@ -405,7 +419,7 @@ class SumLevels:
         for kernel, chunks, next_chunks, dtype in self.levels:
             last = next_chunks == 1 and out is not None
             result = out if last else torch.empty((self.m, next_chunks), dtype=dtype, device=partials.device)
-            kernel(partials.view(self.m, chunks, 1), result)
+            kernel(*row_views(partials, self.m, chunks, 1), result)
             partials = result
         return partials
 
@@ -416,7 +430,7 @@ class RowsRun:
 
     def __init__(self, op: str, kernels: Kernels, m: int, n: int, vec: int):
         self.op, self.m, self.n, self.vec = op, m, n, vec
-        self.nv = n // vec
+        peeled = n % vec != 0
         dtype = kernels.dtype
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
         self.recipe = chunk_recipe(registry.kernels(op))
@@ -427,12 +441,12 @@ class RowsRun:
                     f"{op}: its TileLang kernels hold rows of at most {max(row_widths(op))} elements "
                     f"and it registers no chunk kernels; dim has {n}"
                 )
-            tile = row_tile(op, _bucket(row_widths(op), n), vec)
+            tile = row_tile(op, _bucket(row_widths(op), n), vec, peeled)
             extra = {"out_dtype": dtype} if self.reduces else {}
             self.whole = kernels.get("rows", dtype=dtype, **extra, **tile)
             return
         self.chunks = math.ceil(n / self.chunk)
-        tile = chunk_tile(op, self.chunk, vec)
+        tile = chunk_tile(op, self.chunk, vec, peeled)
         if self.recipe == "chunk_sums":
             self.first = kernels.get(self.recipe, dtype=dtype, out_dtype="float32", block_m=1, **tile)
             self.sums = SumLevels(kernels, m, self.chunks, dtype)
@@ -444,42 +458,39 @@ class RowsRun:
         else:
             self.sums = SumLevels(kernels, m, self.chunks, "float32")
 
-    def _rows(self, matrix: torch.Tensor) -> torch.Tensor:
-        return matrix.as_strided((self.m, self.nv, self.vec), (self.n, self.vec, 1), matrix.storage_offset())
-
     def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
-        rows = [self._rows(t) for t in inputs]
+        views = [view for t in inputs for view in row_views(t, self.m, self.n, self.vec)]
         if self.reduces:
-            out_rows = out.as_strided((self.m, 1), (1, 1), out.storage_offset())
+            out_views = [out.as_strided((self.m, 1), (1, 1), out.storage_offset())]
         else:
-            out_rows = self._rows(out)
+            out_views = row_views(out, self.m, self.n, self.vec)
         if self.chunk is None:
-            return functools.partial(self.whole, *rows, out_rows)
-        return functools.partial(self._chunked, rows, out_rows)
+            return functools.partial(self.whole, *views, *out_views)
+        return functools.partial(self._chunked, views, out_views)
 
     def __call__(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> None:
         self.bind(out, inputs)()
 
-    def _chunked(self, rows: Sequence[torch.Tensor], out_rows: torch.Tensor) -> None:
+    def _chunked(self, views: Sequence[torch.Tensor], out_views: Sequence[torch.Tensor]) -> None:
         # The partials come from torch's caching allocator at each run, on the
         # stream of that run.
-        device = out_rows.device
+        device = out_views[0].device
         if self.recipe == "chunk_stats":
             stats = torch.empty((self.m, self.chunks, 2), dtype=torch.float32, device=device)
-            self.first(*rows, stats)
+            self.first(*views, stats)
             while stats.shape[1] > 1:
                 combined = torch.empty((self.m, math.ceil(stats.shape[1] / COMBINE_WIDTH), 2),
                                        dtype=torch.float32, device=device)
                 self.combine(stats, combined)
                 stats = combined
-            self.write(*rows, stats, out_rows)
+            self.write(*views, stats, *out_views)
             return
         partials = torch.empty((self.m, self.chunks), dtype=torch.float32, device=device)
-        self.first(*rows, partials)
+        self.first(*views, partials)
         if self.recipe == "chunk_sums":
-            self.sums(partials, out_rows)
+            self.sums(partials, *out_views)
         else:
-            self.write(*rows, self.sums(partials), out_rows)
+            self.write(*views, self.sums(partials), *out_views)
 
 
 class ColumnsRun:
@@ -603,11 +614,13 @@ class ReductionRun:
         self.plan = plan
         self.kernels = kernels
         self.runs: dict[int, Run] = {}
-        self.vec = _vector(kernels.dtype, self.inner_extent()) if aligned else 1
+        if not aligned:
+            self.vec = 1
+        elif self.layout.kind == "columns":
+            self.vec = _vector(kernels.dtype, self.layout.inner)
+        else:
+            self.vec = _vector_width(kernels.dtype)  # rows of any length (tiles.load_rows)
         self.run_for(self.vec)
-
-    def inner_extent(self) -> int:
-        return self.layout.inner if self.layout.kind == "columns" else self.n
 
     def run_for(self, vec: int) -> Run:
         run = self.runs.get(vec)

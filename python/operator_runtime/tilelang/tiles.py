@@ -16,16 +16,24 @@ runtime's plan):
   input of extent 1 or out's along outer and m (repeated along the dims of
   extent 1), and either out's nv vectors along the inner dim or one element
   (constant along it);
-- rows: a contiguous (m, n) matrix whose rows are the reduced axis, seen as
-  (m, n / vec, vec) so that every row starts on a vector boundary and TileLang
-  emits 16-byte loads and stores (vec = 1 for rows of any other length);
+- rows: a contiguous, 16-byte-aligned (m, n) matrix whose rows are the
+  reduced axis, of any n, passed twice: as the whole 16-byte vectors of its
+  data, (m * n // vec, vec), and as its rows, (m, n). Row r spans elements
+  r * n ... r * n + n - 1, which need not start or end on a vector boundary:
+  its body, the whole vectors inside it (RowSpan), is read and written
+  through the first view, a vector at a time (16-byte loads and stores), and
+  the up to vec - 1 elements before and after the body, its edges, through
+  the second, an element at a time, as the CUDA backend peels its rows. A
+  kernel compiled with peeled=False has no edges: n is a multiple of vec, or
+  vec = 1 (misaligned data, f32 partial sums) and the body is the whole row;
 - columns: a contiguous (outer, n, inner) tensor reduced along n, seen as
   (outer, n, inner / vec, vec).
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import tilelang.language as T
+from tvm.script.ir_builder import IRBuilder
 
 # Elementwise: a block of THREADS threads covers BLOCK consecutive elements
 # (8 per thread: one 16-byte vector of f16/bf16, two of f32).
@@ -138,40 +146,172 @@ def broadcast_kernel(value, out, inputs, scalars, vec):
                     broadcast_element(value, out, inputs, scalars, first + v, k)
 
 
-@T.macro
-def load_rows(x, tile, row, first_vector, m, nv, vec, fill):
-    """tile[i, j] = element j of rows row + i of x (m, nv, vec) from vector
-    first_vector on, as f32, or `fill` past the matrix.
+class RowSpan(NamedTuple):
+    """Where one row of n elements lies in the flat data (module docstring):
+    `head` elements before its first whole 16-byte vector, `vectors` whole
+    vectors from vector `first` of the (vectors, vec) view on, `tail` elements
+    after them (head and tail are fewer than vec each; with vec = 1, none)."""
 
-    One element at a time (rows of odd length), the per-element bounds checks
-    cost more instructions than the loads, so a tile wholly inside the matrix
-    loads without them (with 16-byte vectors the second copy of the loop
-    measured slower: softmax_backward 1024x32768 bf16 in chunks 0.67 -> 0.63x
-    the nvidia backend on an H100)."""
-    block_m, width = tile.shape
-    if vec == 1 and row + block_m <= m and first_vector + width <= nv:
+    first: Any
+    vectors: Any
+    head: Any
+    tail: Any
+
+
+def row_span(row, n, vec, peeled):
+    """The RowSpan of row `row` of n elements: it starts at element row * n,
+    (row * n) % vec elements past a vector boundary, or on one when not
+    `peeled` (n is a multiple of vec). Plain expressions, no bindings: a plain
+    function called while a macro is traced (a name bound inside a T.Parallel
+    loop becomes a let, which stops vectorisation)."""
+    if not peeled:
+        return RowSpan(first=T.Cast("int64", row) * T.truncdiv(n, vec), vectors=T.truncdiv(n, vec), head=0, tail=0)
+    past_boundary = T.truncmod(T.truncmod(row, vec) * T.truncmod(n, vec), vec)
+    head = T.min(T.truncmod(vec - past_boundary, vec), n)
+    return RowSpan(
+        first=T.truncdiv(T.Cast("int64", row) * n + head, vec),
+        vectors=T.truncdiv(n - head, vec),
+        head=head,
+        tail=T.truncmod(n - head, vec),
+    )
+
+
+def edge_column(e, n, vec):
+    """The row column of edge slot e: slots 0 .. vec-1 are the row's first vec
+    columns (the head), slots vec .. 2*vec-1 its last vec columns (the tail)."""
+    return T.if_then_else(e < vec, e, n - 2 * vec + e)
+
+
+def holds_edge(e, span, vec):
+    """Whether edge slot e is one of the row's head or tail elements."""
+    return T.if_then_else(e < vec, e < span.head, e >= 2 * vec - span.tail)
+
+
+class RowTile(NamedTuple):
+    """A block's rows in registers: `body` (block_m, width) holds whole 16-byte
+    vectors of each row (of the block's chunk of it), `edges` (block_m, 2 * vec)
+    each row's head and tail elements (edge_column), or None when no row has
+    any (alloc_rows). Every row's edges are held by the block of its first
+    chunk only."""
+
+    body: Any
+    edges: Any
+
+
+def alloc_rows(name, block_m, width, vec, peeled):
+    """A RowTile `name` for block_m rows (or chunks of rows) of `width` elements,
+    in f32, with edges when `peeled` (a compile-time flag: rows whose length is
+    not a multiple of vec; rows of whole vectors compile without the edges'
+    loads, reductions and barrier)."""
+    body = IRBuilder.name(name, T.alloc_fragment((block_m, width), "float32"))
+    edges = IRBuilder.name(f"{name}_edges", T.alloc_fragment((block_m, 2 * vec), "float32")) if peeled else None
+    return RowTile(body, edges)
+
+
+@T.macro
+def load_rows(x_vectors, x, tile, row, chunk, fill):
+    """tile = chunk `chunk` of rows row ... row + block_m of x as f32 (`fill`
+    past a row or the matrix): x is the (m, n) matrix, x_vectors the same data
+    as (vectors, vec) (module docstring). The body loads whole vectors under a
+    condition uniform per vector, which TileLang turns into 16-byte loads; the
+    edges (the first chunk's only) load element by element.
+
+    One element at a time (vec = 1), the per-element bounds checks cost more
+    instructions than the loads, so a tile wholly inside the matrix loads
+    without them (with 16-byte vectors the second copy of the loop measured
+    slower: softmax_backward 1024x32768 bf16 in chunks 0.67 -> 0.63x the
+    nvidia backend on an H100)."""
+    m, n = x.shape
+    vec = int(x_vectors.shape[1])
+    peeled = tile.edges is not None
+    block_m, width = tile.body.shape
+    per_chunk = width // vec
+    if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
-            tile[i, j] = T.Cast("float32", x[row + i, first_vector + j // vec, j % vec])
+            tile.body[i, j] = T.Cast("float32", x[row + i, chunk * width + j])
     else:
         for i, j in T.Parallel(block_m, width):
-            tile[i, j] = T.if_then_else(
-                row + i < m and first_vector + j // vec < nv,
-                T.Cast("float32", x[row + i, first_vector + j // vec, j % vec]),
+            tile.body[i, j] = T.if_then_else(
+                row + i < m and chunk * per_chunk + j // vec < row_span(row + i, n, vec, peeled).vectors,
+                T.Cast("float32", x_vectors[row_span(row + i, n, vec, peeled).first + chunk * per_chunk + j // vec, j % vec]),
+                fill,
+            )
+    if tile.edges is not None:
+        for i, e in T.Parallel(block_m, 2 * vec):
+            tile.edges[i, e] = T.if_then_else(
+                chunk == 0 and row + i < m and holds_edge(e, row_span(row + i, n, vec, peeled), vec),
+                T.Cast("float32", x[row + i, edge_column(e, n, vec)]),
                 fill,
             )
 
 
 @T.macro
-def store_rows(tile, out, row, first_vector, m, nv, vec):
-    """The inverse of load_rows, for the elements inside the matrix."""
-    block_m, width = tile.shape
-    if vec == 1 and row + block_m <= m and first_vector + width <= nv:
+def store_rows(tile, out_vectors, out, row, chunk):
+    """The inverse of load_rows, for the elements of the matrix."""
+    m, n = out.shape
+    vec = int(out_vectors.shape[1])
+    peeled = tile.edges is not None
+    block_m, width = tile.body.shape
+    per_chunk = width // vec
+    if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
-            out[row + i, first_vector + j // vec, j % vec] = T.Cast(out.dtype, tile[i, j])
+            out[row + i, chunk * width + j] = T.Cast(out.dtype, tile.body[i, j])
     else:
         for i, j in T.Parallel(block_m, width):
-            if row + i < m and first_vector + j // vec < nv:
-                out[row + i, first_vector + j // vec, j % vec] = T.Cast(out.dtype, tile[i, j])
+            if row + i < m and chunk * per_chunk + j // vec < row_span(row + i, n, vec, peeled).vectors:
+                out_vectors[row_span(row + i, n, vec, peeled).first + chunk * per_chunk + j // vec, j % vec] = T.Cast(
+                    out.dtype, tile.body[i, j])
+    if tile.edges is not None:
+        # TileLang repeats a fragment smaller than the block on every group of
+        # threads, and each copy of an edge slot loads it: all have read the
+        # edges before one writes them (out may be the input).
+        T.sync_threads()
+        for i, e in T.Parallel(block_m, 2 * vec):
+            if chunk == 0 and row + i < m and holds_edge(e, row_span(row + i, n, vec, peeled), vec):
+                out[row + i, edge_column(e, n, vec)] = T.Cast(out.dtype, tile.edges[i, e])
+
+
+def _elements(tiles, part, i, j):
+    """Element (i, j) of `part` ("body" or "edges") of each RowTile of tiles."""
+    return [getattr(tile, part)[i, j] for tile in tiles]
+
+
+@T.macro
+def map_rows(out, value, tiles):
+    """out[i, j] = value(tile[i, j] of each of tiles, i) over the body and the
+    edges of RowTiles of one shape."""
+    for i, j in T.Parallel(*out.body.shape):
+        out.body[i, j] = value(*_elements(tiles, "body", i, j), i)
+    if out.edges is not None:
+        for i, e in T.Parallel(*out.edges.shape):
+            out.edges[i, e] = value(*_elements(tiles, "edges", i, e), i)
+
+
+@T.macro
+def _fold_edges(tile, result, reduce, combine):
+    """result[i] = combine(result[i], reduce of row i's edges). The edges'
+    results go through shared memory: TileLang lays the edges out from their
+    own loads, and a reduction into a fragment laid out like the body's
+    results finds no layout when the block holds several rows."""
+    if tile.edges is not None:
+        edge_results = T.alloc_shared(result.shape, "float32")
+        reduce(tile.edges, edge_results, dim=1)
+        for i in T.Parallel(*result.shape):
+            result[i] = combine(result[i], edge_results[i])
+
+
+@T.macro
+def reduce_rows_max(tile, result, batch):
+    """result[i] = the maximum of row i's body and edges."""
+    T.reduce_max(tile.body, result, dim=1, clear=True, batch=batch)
+    _fold_edges(tile, result, T.reduce_max, T.max)
+
+
+@T.macro
+def reduce_rows_sum(tile, result, batch):
+    """result[i] = the sum of row i's body and edges."""
+    T.reduce_sum(tile.body, result, dim=1, batch=batch)
+    _fold_edges(tile, result, T.reduce_sum, lambda total, edges: total + edges)
 
 
 @T.macro
