@@ -4,7 +4,9 @@
 
 Each kernel ops/<op>/tilelang/<op>.py registers, in both styles and every
 dtype, with the compile-time arguments of the first variant the backend may
-choose for it (backend.variants), is lowered and compiled for {"kind": "cuda",
+choose for it (backend.variants) for each vector width (one element, and 16
+bytes) and, for row kernels, with and without the edges of rows that are not
+whole vectors (`peeled`), is lowered and compiled for {"kind": "cuda",
 "arch": "sm_90"} with that nvcc (CUDA_HOME is set to its toolkit) and must
 leave an sm_90 cubin holding the kernel in a fresh TileLang cache.
 Elementwise kernels are also compiled for TileLang's "c" target and run on
@@ -60,14 +62,15 @@ def _styles_and_dtypes(dtypes):
 
 
 def _kernels_of(op: str, dtype: str) -> list[tuple[str, dict]]:
-    """(kernel, compile-time arguments): each of op's own kernels once, as the backend may compile it."""
+    """(kernel, compile-time arguments): each of op's own kernels once per vector
+    width and `peeled`, as the backend may compile it."""
     from operator_runtime.tilelang import backend
 
-    first: dict[str, dict] = {}
+    first: dict[tuple[str, int | None, bool | None], dict] = {}
     for kernel_op, kernel, consts in backend.variants(op, dtype):
         if kernel_op == op:
-            first.setdefault(kernel, consts)
-    return list(first.items())
+            first.setdefault((kernel, consts.get("vec"), consts.get("peeled")), consts)
+    return [(kernel, consts) for (kernel, _, _), consts in first.items()]
 
 
 @pytest.mark.parametrize("style,dtype", _styles_and_dtypes(("float32", "float16", "bfloat16")))
@@ -76,11 +79,11 @@ def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
 
     op = os.environ[OP_ENV]
     compiled = _kernels_of(op, dtype)
-    assert sorted(kernel for kernel, _ in compiled) == registry.kernels(op)
+    assert sorted({kernel for kernel, _ in compiled}) == registry.kernels(op)
     for kernel, consts in compiled:
         if "dtype" not in consts and dtype != "float32":
             continue  # a kernel of f32 statistics only: compiled (and cached by TileLang) once
-        cache = tmp_path / kernel
+        cache = tmp_path / f"{kernel}-vec{consts.get('vec', 1)}-{'peeled' if consts.get('peeled') else 'whole'}"
         compiler.set_cache_dir(str(cache))
         source = compiler.compile_kernel(op, kernel, style, consts, {"kind": "cuda", "arch": "sm_90"}).get_kernel_source()
         (name,) = set(KERNEL_NAME.findall(source))
