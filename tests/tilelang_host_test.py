@@ -117,15 +117,23 @@ def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
 
 
 def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_element():
-    # 101 f32 a row: the kernels see the whole data as 1616 vectors (the 6464th
-    # element, in a partial last vector, only through the rows) and as (64, 101) rows.
+    # 24577 f32 a row, one row a block: the kernels see the whole data as 983080
+    # vectors (the last element, in a partial last vector, only through the rows)
+    # and as (160, 24577) rows.
+    kernels = RecordingKernels()
+    x, out = torch.randn(160, 24577), torch.empty(160, 24577)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert kernels.compiled[-1][1]["vec"] == 4 and kernels.compiled[-1][1]["peeled"]
+    assert kernels.launches == [("rows", [((983080, 4), (4, 1), x.data_ptr()),
+                                          ((160, 24577), (24577, 1), x.data_ptr()),
+                                          ((983080, 4), (4, 1), out.data_ptr()),
+                                          ((160, 24577), (24577, 1), out.data_ptr())])]
+    # Short odd rows, several to a block, stay one element at a time (backend.peels_rows_of).
     kernels = RecordingKernels()
     x, out = torch.randn(64, 101), torch.empty(64, 101)
     prepared(out, x, kernels).run(out, [x], 0)
-    assert kernels.compiled[-1][1]["vec"] == 4 and kernels.compiled[-1][1]["peeled"]
-    assert kernels.launches == [("rows", [((1616, 4), (4, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr()),
-                                          ((1616, 4), (4, 1), out.data_ptr()),
-                                          ((64, 101), (101, 1), out.data_ptr())])]
+    assert kernels.compiled[-1][1]["vec"] == 1
+    assert kernels.launches[0][1][:2] == [((6464, 1), (1, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr())]
     # Long odd rows in chunks: every chunk kernel sees the same two views.
     kernels = RecordingKernels("bfloat16")
     x = torch.randn(4, 100_001, dtype=torch.bfloat16)
