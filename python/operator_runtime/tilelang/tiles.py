@@ -33,6 +33,8 @@ runtime's plan):
 from typing import Any, NamedTuple
 
 import tilelang.language as T
+
+# TileLang's own TVM, importable once tilelang is: names the row tiles' fragments in the CUDA.
 from tvm.script.ir_builder import IRBuilder
 
 # Elementwise: a block of THREADS threads covers BLOCK consecutive elements
@@ -161,9 +163,9 @@ class RowSpan(NamedTuple):
 def row_span(row, n, vec, peeled):
     """The RowSpan of row `row` of n elements: it starts at element row * n,
     (row * n) % vec elements past a vector boundary, or on one when not
-    `peeled` (n is a multiple of vec). Plain expressions, no bindings: a plain
-    function called while a macro is traced (a name bound inside a T.Parallel
-    loop becomes a let, which stops vectorisation)."""
+    `peeled` (n is a multiple of vec). A plain function called while a macro is
+    traced, giving expressions inlined where they are used (a name bound inside
+    a T.Parallel loop would become a TIR let in front of the vectorised loads)."""
     if not peeled:
         return RowSpan(first=T.Cast("int64", row) * T.truncdiv(n, vec), vectors=T.truncdiv(n, vec), head=0, tail=0)
     past_boundary = T.truncmod(T.truncmod(row, vec) * T.truncmod(n, vec), vec)
