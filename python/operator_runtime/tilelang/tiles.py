@@ -210,6 +210,16 @@ def alloc_rows(name, block_m, width, vec, peeled):
     return RowTile(body, edges)
 
 
+def _rows_geometry(tile, vectors, matrix):
+    """What load_rows and store_rows read off their operands: the matrix's
+    (m, n), the vector's elements, whether the tile has edges, the tile's
+    (block_m, width) and its vectors per chunk."""
+    m, n = matrix.shape
+    vec = int(vectors.shape[1])
+    block_m, width = tile.body.shape
+    return m, n, vec, tile.edges is not None, block_m, width, width // vec
+
+
 @T.macro
 def load_rows(x_vectors, x, tile, row, chunk, fill):
     """tile = chunk `chunk` of rows row ... row + block_m of x as f32 (`fill`
@@ -223,11 +233,7 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
     without them (with 16-byte vectors the second copy of the loop measured
     slower: softmax_backward 1024x32768 bf16 in chunks 0.67 -> 0.63x the
     nvidia backend on an H100)."""
-    m, n = x.shape
-    vec = int(x_vectors.shape[1])
-    peeled = tile.edges is not None
-    block_m, width = tile.body.shape
-    per_chunk = width // vec
+    m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, x_vectors, x)
     if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
             tile.body[i, j] = T.Cast("float32", x[row + i, chunk * width + j])
@@ -250,11 +256,7 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
 @T.macro
 def store_rows(tile, out_vectors, out, row, chunk):
     """The inverse of load_rows, for the elements of the matrix."""
-    m, n = out.shape
-    vec = int(out_vectors.shape[1])
-    peeled = tile.edges is not None
-    block_m, width = tile.body.shape
-    per_chunk = width // vec
+    m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, out_vectors, out)
     if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
             out[row + i, chunk * width + j] = T.Cast(out.dtype, tile.body[i, j])
