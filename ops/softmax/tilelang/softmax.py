@@ -47,15 +47,52 @@ from operator_runtime.tilelang.tiles import (
 
 
 @T.macro
+def load_weights(input_vectors, input, tile, row, chunk, tile_max, tile_sum, batch):
+    """tile = exp(x - tile_max) of chunk `chunk` of rows row ..., with each row's
+    maximum in tile_max and the sum of its weights in tile_sum."""
+    load_rows(input_vectors, input, tile, row, chunk, MINUS_INF)
+    reduce_rows_max(tile, tile_max, batch)
+    map_rows(tile, lambda x, i: weight(x, tile_max[i]), (tile,))
+    reduce_rows_sum(tile, tile_sum, batch)
+
+
+@T.macro
+def store_stats(stats, row, chunk, chunk_max, chunk_sum):
+    for i in T.Parallel(1):
+        stats[row, chunk, 0] = chunk_max[i]
+        stats[row, chunk, 1] = chunk_sum[i]
+
+
+@T.macro
+def fold_stats(stats, row, first, end, lane_max, lane_sum, row_max, row_sum):
+    """(row_max, row_sum) = the (maximum, sum) of chunks first ... end - 1 of
+    row `row` of stats, each sum rescaled to the larger maximum: a running
+    (maximum, sum) per lane of the (1, lanes) fragments over lanes chunks at a
+    time, then across the lanes."""
+    lanes = lane_max.shape[1]
+    T.fill(lane_max, MINUS_INF)
+    T.fill(lane_sum, 0)
+    for k in T.serial(T.ceildiv(end - first, lanes)):
+        for i, j in T.Parallel(1, lanes):
+            inside = first + k * lanes + j < end
+            seen_max = T.if_then_else(inside, stats[row, first + k * lanes + j, 0], MINUS_INF)
+            seen_sum = T.if_then_else(inside, stats[row, first + k * lanes + j, 1], T.float32(0))
+            grown = T.max(lane_max[i, j], seen_max)
+            lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], grown) + seen_sum * weight(seen_max, grown)
+            lane_max[i, j] = grown
+    T.reduce_max(lane_max, row_max, dim=1, clear=True)
+    for i, j in T.Parallel(1, lanes):
+        lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], row_max[i])
+    T.reduce_sum(lane_sum, row_sum, dim=1)
+
+
+@T.macro
 def softmax_rows(input_vectors, input, out_vectors, out, block_m, width, vec, peeled, threads, batch):
     with T.Kernel(T.ceildiv(input.shape[0], block_m), threads=threads) as b:
         tile = alloc_rows("tile", block_m, width, vec, peeled)
         row_max = T.alloc_fragment((block_m,), "float32")
         row_sum = T.alloc_fragment((block_m,), "float32")
-        load_rows(input_vectors, input, tile, b * block_m, 0, MINUS_INF)
-        reduce_rows_max(tile, row_max, batch)
-        map_rows(tile, lambda x, i: weight(x, row_max[i]), (tile,))
-        reduce_rows_sum(tile, row_sum, batch)
+        load_weights(input_vectors, input, tile, b * block_m, 0, row_max, row_sum, batch)
         for i in T.Parallel(block_m):
             row_sum[i] = 1 / row_sum[i]  # one division per row, a multiplication per element
         map_rows(tile, lambda x, i: x * row_sum[i], (tile,))
@@ -97,13 +134,8 @@ def softmax_chunk_stats(input_vectors, input, stats, width, vec, peeled, threads
         tile = alloc_rows("tile", 1, width, vec, peeled)
         chunk_max = T.alloc_fragment((1,), "float32")
         chunk_sum = T.alloc_fragment((1,), "float32")
-        load_rows(input_vectors, input, tile, r, c, MINUS_INF)
-        reduce_rows_max(tile, chunk_max, 1)
-        map_rows(tile, lambda x, i: weight(x, chunk_max[i]), (tile,))
-        reduce_rows_sum(tile, chunk_sum, 1)
-        for i in T.Parallel(1):
-            stats[r, c, 0] = chunk_max[i]
-            stats[r, c, 1] = chunk_sum[i]
+        load_weights(input_vectors, input, tile, r, c, chunk_max, chunk_sum, 1)
+        store_stats(stats, r, c, chunk_max, chunk_sum)
 
 
 @tilelang.jit
@@ -138,17 +170,8 @@ def softmax_combine_stats(stats, combined, m, chunks, width, threads):
         lane_sum = T.alloc_fragment((1, width), "float32")
         row_max = T.alloc_fragment((1,), "float32")
         row_sum = T.alloc_fragment((1,), "float32")
-        for i, j in T.Parallel(1, width):
-            inside = c * width + j < chunks
-            lane_max[i, j] = T.if_then_else(inside, stats[r, c * width + j, 0], MINUS_INF)
-            lane_sum[i, j] = T.if_then_else(inside, stats[r, c * width + j, 1], T.float32(0))
-        T.reduce_max(lane_max, row_max, dim=1, clear=True)
-        for i, j in T.Parallel(1, width):
-            lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], row_max[i])
-        T.reduce_sum(lane_sum, row_sum, dim=1)
-        for i in T.Parallel(1):
-            combined[r, c, 0] = row_max[i]
-            combined[r, c, 1] = row_sum[i]
+        fold_stats(stats, r, c * width, T.min(chunks, (c + 1) * width), lane_max, lane_sum, row_max, row_sum)
+        store_stats(combined, r, c, row_max, row_sum)
 
 
 @tilelang.jit
