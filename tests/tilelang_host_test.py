@@ -16,16 +16,18 @@ import torch
 import operator_runtime as ort
 from operator_runtime.tilelang import backend, registry
 
-KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "rows"]
+KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "grid", "rows"]
 
 
 class RecordingKernels:
     """backend.Kernels for cpu tensors: each kernel records its launches, as
-    (name, [(shape, strides, data pointer) of each tensor argument])."""
+    (name, [(shape, strides, data pointer) of each tensor argument]); an H100's
+    SMs unless told."""
 
-    def __init__(self, dtype: str = "float32"):
+    def __init__(self, dtype: str = "float32", multiprocessors: int = 132):
         self.dtype = dtype
-        self.multiprocessors = 132
+        self.multiprocessors = multiprocessors
+        self.threads_per_multiprocessor = 2048
         self.launches: list[tuple[str, list[tuple]]] = []
         self.compiled: list[tuple[str, dict]] = []
 
@@ -78,9 +80,13 @@ def test_a_prepared_run_binds_its_views_once_per_set_of_pointers_until_released(
 
 
 def test_regimes_from_the_plan():
-    # Rows longer than a block holds run in chunks: statistics, their combination, the writes.
+    # Rows longer than a block holds run in chunks held by blocks resident at once: one grid kernel.
     kernels = RecordingKernels()
     x, out = torch.randn(4, 100_000), torch.empty(4, 100_000)
+    prepared(out, x, kernels).run(out, [x], 0)
+    assert [name for name, _ in kernels.launches] == ["grid"]
+    # On a GPU that holds fewer chunks than a row has: statistics, their combination, the writes.
+    kernels = RecordingKernels(multiprocessors=2)
     prepared(out, x, kernels).run(out, [x], 0)
     assert [name for name, _ in kernels.launches] == ["chunk_stats", "combine_stats", "chunk_write"]
     # softmax over dim 0 of a contiguous (n, inner) tensor: columns, read in place.
@@ -110,7 +116,7 @@ def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
     kernels = RecordingKernels()
     x, out = torch.randn(100, 24577), torch.empty(100, 24577)
     prepared(out, x, kernels).run(out, [x], 0)
-    assert [name for name, _ in kernels.launches] == ["chunk_stats", "combine_stats", "chunk_write"]
+    assert [name for name, _ in kernels.launches] == ["grid"]
     # Two inputs of 16 elements a thread: 16384 is the widest row a block of 1024 threads holds.
     assert max(backend.row_widths("softmax_backward")) == 16384
     assert max(backend.row_widths("softmax")) == max(backend.row_widths("reduce_sum")) == 32768
@@ -134,15 +140,69 @@ def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_eleme
     prepared(out, x, kernels).run(out, [x], 0)
     assert kernels.compiled[-1][1]["vec"] == 1
     assert kernels.launches[0][1][:2] == [((6464, 1), (1, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr())]
-    # Long odd rows in chunks: every chunk kernel sees the same two views.
+    # Long odd rows in chunks: the grid kernel and every chunk kernel see the same two views.
     kernels = RecordingKernels("bfloat16")
     x = torch.randn(4, 100_001, dtype=torch.bfloat16)
     out = torch.empty_like(x)
+    prepared(out, x, kernels).run(out, [x], 0)
+    (grid,) = kernels.launches
+    assert grid[1][:2] == [((50_000, 8), (8, 1), x.data_ptr()), ((4, 100_001), (100_001, 1), x.data_ptr())]
+    assert grid[1][-1] == ((4, 100_001), (100_001, 1), out.data_ptr())
+    kernels = RecordingKernels("bfloat16", multiprocessors=2)
     prepared(out, x, kernels).run(out, [x], 0)
     stats, combine, write = kernels.launches
     assert stats[1][:2] == [((50_000, 8), (8, 1), x.data_ptr()), ((4, 100_001), (100_001, 1), x.data_ptr())]
     assert write[1][0] == stats[1][0] and write[1][-1] == ((4, 100_001), (100_001, 1), out.data_ptr())
     assert all(consts.get("vec", 8) == 8 and consts.get("peeled", True) for _, consts in kernels.compiled)
+
+
+def test_the_grid_regime_holds_as_many_rows_as_the_resident_blocks_hold_chunks():
+    # 256 rows of 262144 on 132 SMs: chunks of 16384 in 512 threads, compiled for 2
+    # blocks per SM (64 registers a thread): 264 blocks hold 16 rows of 16 chunks at once.
+    kernels = RecordingKernels()
+    run = backend.RowsRun("softmax", kernels, 256, 262_144, 4)
+    assert kernels.compiled == [("grid", {"dtype": "float32", "width": 16384, "vec": 4, "peeled": False,
+                                          "threads": 512, "blocks_per_sm": 2})]
+    assert (run.chunks, run.rows_per_round) == (16, 16)
+    x, out = torch.randn(256, 262_144), torch.empty(256, 262_144)
+    run.bind(out, [x])()
+    (name, args), = kernels.launches
+    # A (max, sum) cell per (row, chunk), as (rounds, rows_per_round, chunks, 2): the launch.
+    assert name == "grid" and args[2][:2] == ((16, 16, 16, 2), (512, 32, 2, 1))
+    # Rows of 4194304: 256 chunks, one row a round; fewer rows than a round holds: all at once.
+    assert backend.RowsRun("softmax", RecordingKernels(), 16, 4_194_304, 4).rows_per_round == 1
+    assert backend.RowsRun("softmax", RecordingKernels(), 8, 65_536, 4).rows_per_round == 8
+    # Narrow chunks run in blocks of 128 threads, 8 a SM; an SM of fewer threads holds fewer.
+    assert backend.grid_tile("softmax", 1024, 4)["blocks_per_sm"] == 8
+    assert backend.resident_blocks(backend.grid_tile("softmax", 16384, 4), 132, 768) == 132
+    assert backend.rows_per_round(10, 300, 264) == 0
+
+
+def test_a_refused_grid_launch_falls_back_to_chunks_and_other_errors_raise():
+    class RefusingKernels(RecordingKernels):
+        def __init__(self, error: str):
+            super().__init__()
+            self.error = error
+
+        def get(self, name: str, op: str | None = None, **consts):
+            launch = super().get(name, op, **consts)
+            if name != "grid":
+                return launch
+            def refuse(*args):
+                launch(*args)
+                raise RuntimeError(self.error)
+            return refuse
+
+    x, out = torch.randn(4, 100_000), torch.empty(4, 100_000)
+    kernels = RefusingKernels("CUDALaunch Error: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE\n grid=(98,4,1)")
+    kernel = prepared(out, x, kernels)
+    kernel.run(out, [x], 0)
+    kernel.run(out, [x], 0)  # the next run goes to the chunks at once
+    assert [name for name, _ in kernels.launches] == [
+        "grid", "chunk_stats", "combine_stats", "chunk_write", "chunk_stats", "combine_stats", "chunk_write"]
+    kernels = RefusingKernels("CUDALaunch Error: CUDA_ERROR_ILLEGAL_ADDRESS")
+    with pytest.raises(RuntimeError, match="ILLEGAL_ADDRESS"):
+        prepared(out, x, kernels).run(out, [x], 0)
 
 
 def test_f32_partial_sums_are_summed_by_the_one_element_rows_kernel():

@@ -8,7 +8,9 @@ choose for it (backend.variants) for each vector width (one element, and 16
 bytes) and, for row kernels, with and without the edges of rows that are not
 whole vectors (`peeled`), is lowered and compiled for {"kind": "cuda",
 "arch": "sm_90"} with that nvcc (CUDA_HOME is set to its toolkit) and must
-leave an sm_90 cubin holding the kernel in a fresh TileLang cache.
+leave an sm_90 cubin holding the kernel in a fresh TileLang cache; a grid
+kernel (compiled for `blocks_per_sm`) must also hold a grid barrier, its
+launch bounds, and a host library asking for a cooperative launch.
 Elementwise kernels are also compiled for TileLang's "c" target and run on
 CPU tensors in f32 and f16 (the C generator has no bfloat16), compared with
 the operator's reference; row kernels use GPU fragments, which the "c" target
@@ -91,6 +93,13 @@ def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
         data = cubin.read_bytes()
         assert cubin_arch(data) == SM_90, (kernel, consts)
         assert name.encode() in data, f"{cubin} does not define {name}"
+        if "blocks_per_sm" in consts:
+            # A grid kernel: a grid barrier, registers kept for blocks_per_sm blocks an SM,
+            # and a host library that has TVM's runtime launch it cooperatively.
+            assert "cooperative_groups::this_grid().sync();" in source
+            assert f"__launch_bounds__({consts['threads']}, {consts['blocks_per_sm']})" in source
+            (library,) = cache.rglob("executable.so")
+            assert b"tirx.use_cooperative_launch" in library.read_bytes()
 
 
 def _cpu_cases(op: str, dtype: torch.dtype):

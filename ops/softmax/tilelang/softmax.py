@@ -1,4 +1,4 @@
-"""softmax in TileLang, computed in f32, in three regimes:
+"""softmax in TileLang, computed in f32, in four regimes:
 
 - `rows`: rows of a contiguous input, each operand seen as its whole vectors
   and its (m, n) rows (tiles.py), that fit a block's registers: block b holds
@@ -13,6 +13,12 @@
   backend repeats it while more than one chunk is left); `chunk_write` reads
   each chunk again and writes exp(x - maximum) / sum. A row's edges belong to
   its first chunk.
+- the same chunks in one kernel, `grid`, when a round of rows' chunks fits
+  the blocks the GPU holds at once (one cooperative launch): each block loads
+  its chunk, writes its (maximum, sum) into the f32 stats (rounds,
+  rows_per_round, chunks, 2), waits at a grid barrier (`T.sync_grid`), folds
+  its row's cells and writes its chunk, still in registers, scaled: one read
+  and one write, as the CUDA backend's grid path.
 - `columns`: along the middle axis of a contiguous (outer, n, iv, vec) input
   (a leading or middle dim): block (c, o) walks n twice over neighbouring
   columns, first keeping a running maximum and rescaled sum per lane, then
@@ -56,11 +62,19 @@ def load_weights(input_vectors, input, tile, row, chunk, tile_max, tile_sum, bat
     reduce_rows_sum(tile, tile_sum, batch)
 
 
+def stats_cell(row, chunk, k):
+    """The index of statistic k (0: maximum, 1: sum) of chunk `chunk` of a row
+    of stats (rows, chunks, 2), or of the grid kernel's (rounds, rows_per_round,
+    chunks, 2), whose `row` is then (round, row of the round). A plain function
+    called while a macro is traced."""
+    return (*row, chunk, k) if isinstance(row, tuple) else (row, chunk, k)
+
+
 @T.macro
 def store_stats(stats, row, chunk, chunk_max, chunk_sum):
     for i in T.Parallel(1):
-        stats[row, chunk, 0] = chunk_max[i]
-        stats[row, chunk, 1] = chunk_sum[i]
+        stats[stats_cell(row, chunk, 0)] = chunk_max[i]
+        stats[stats_cell(row, chunk, 1)] = chunk_sum[i]
 
 
 @T.macro
@@ -75,8 +89,8 @@ def fold_stats(stats, row, first, end, lane_max, lane_sum, row_max, row_sum):
     for k in T.serial(T.ceildiv(end - first, lanes)):
         for i, j in T.Parallel(1, lanes):
             inside = first + k * lanes + j < end
-            seen_max = T.if_then_else(inside, stats[row, first + k * lanes + j, 0], MINUS_INF)
-            seen_sum = T.if_then_else(inside, stats[row, first + k * lanes + j, 1], T.float32(0))
+            seen_max = T.if_then_else(inside, stats[stats_cell(row, first + k * lanes + j, 0)], MINUS_INF)
+            seen_sum = T.if_then_else(inside, stats[stats_cell(row, first + k * lanes + j, 1)], T.float32(0))
             grown = T.max(lane_max[i, j], seen_max)
             lane_sum[i, j] = lane_sum[i, j] * weight(lane_max[i, j], grown) + seen_sum * weight(seen_max, grown)
             lane_max[i, j] = grown
@@ -239,6 +253,70 @@ def chunk_write_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=1
 
 
 @T.macro
+def softmax_grid(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads, blocks_per_sm):
+    # Every block of the grid is resident at once (a cooperative launch, which
+    # T.sync_grid makes TileLang ask for). stats (rounds, rows_per_round,
+    # chunks, 2) is the launch: block (c, r) holds chunk c of row round *
+    # rows_per_round + r in each round in turn. A cell per (row, chunk), so no
+    # round overwrites what a block of an earlier round still reads: one grid
+    # barrier a round. Rows past m (the last round's) compute on -inf and
+    # store nothing.
+    rounds, rows_per_round, chunks = stats.shape[0], stats.shape[1], stats.shape[2]
+    with T.Kernel(chunks, rows_per_round, threads=threads) as (c, r):
+        # nvcc keeps each thread's registers within what blocks_per_sm blocks
+        # leave it, so the backend's count of resident blocks holds.
+        T.annotate_min_blocks_per_sm(blocks_per_sm)
+        tile = alloc_rows("tile", 1, width, vec, peeled)
+        chunk_max = T.alloc_fragment((1,), "float32")
+        chunk_sum = T.alloc_fragment((1,), "float32")
+        lane_max = T.alloc_fragment((1, threads), "float32")
+        lane_sum = T.alloc_fragment((1, threads), "float32")
+        row_max = T.alloc_fragment((1,), "float32")
+        row_sum = T.alloc_fragment((1,), "float32")
+        for step in T.serial(rounds):
+            load_weights(input_vectors, input, tile, step * rows_per_round + r, c, chunk_max, chunk_sum, 1)
+            store_stats(stats, (step, r), c, chunk_max, chunk_sum)
+            T.sync_grid()
+            fold_stats(stats, (step, r), 0, chunks, lane_max, lane_sum, row_max, row_sum)
+            for i in T.Parallel(1):
+                # The chunk holds exp(x - chunk_max): rescaled to the row's maximum, over its sum.
+                row_sum[i] = weight(chunk_max[i], row_max[i]) / row_sum[i]
+            map_rows(tile, lambda x, i: x * row_sum[i], (tile,))
+            store_rows(tile, out_vectors, out, step * rows_per_round + r, c)
+
+
+@tilelang.jit
+def grid_eager(
+    input_vectors, input, stats, out_vectors, out, dtype="float32", width=1024, vec=1, peeled=False, threads=128,
+    blocks_per_sm=1,
+):
+    m, n, vectors, rounds, rows_per_round, chunks = T.dynamic("m, n, vectors, rounds, rows_per_round, chunks")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
+    stats: T.Tensor[[rounds, rows_per_round, chunks, 2], "float32"]
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_grid(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads, blocks_per_sm)
+
+
+@tilelang.jit
+def grid_lazy(dtype="float32", width=1024, vec=1, peeled=False, threads=128, blocks_per_sm=1):
+    m, n, vectors, rounds, rows_per_round, chunks = T.dynamic("m, n, vectors, rounds, rows_per_round, chunks")
+
+    @T.prim_func
+    def grid_lazy(
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
+        stats: T.Tensor((rounds, rows_per_round, chunks, 2), "float32"),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
+    ):
+        softmax_grid(input_vectors, input, stats, out_vectors, out, width, vec, peeled, threads, blocks_per_sm)
+
+    return grid_lazy
+
+
+@T.macro
 def softmax_columns(input, out, outer, n, iv, block_m, width, vec, threads, batch):
     with T.Kernel(T.ceildiv(iv * vec, width), outer, threads=threads) as (c, o):
         tile = T.alloc_fragment((block_m, width), "float32")
@@ -290,4 +368,5 @@ register("softmax", "rows", eager=rows_eager, lazy=rows_lazy)
 register("softmax", "chunk_stats", eager=chunk_stats_eager, lazy=chunk_stats_lazy)
 register("softmax", "combine_stats", eager=combine_stats_eager, lazy=combine_stats_lazy)
 register("softmax", "chunk_write", eager=chunk_write_eager, lazy=chunk_write_lazy)
+register("softmax", "grid", eager=grid_eager, lazy=grid_lazy)
 register("softmax", "columns", eager=columns_eager, lazy=columns_lazy)

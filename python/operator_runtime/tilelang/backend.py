@@ -21,7 +21,11 @@ The regimes, as the CUDA backend has them:
   rows that fit a block's registers (n <= 32768 for one input, 16384 for
   two) run whole, several short rows per block; longer rows, or too few rows
   to fill the GPU, run in chunks spread over every SM, combined by a second
-  kernel.
+  kernel. softmax's chunks run in one kernel (`grid`) when a row's chunks
+  fit the blocks the GPU holds at once (resident_blocks): each block keeps
+  its chunk in registers across a grid barrier, one read and one write;
+  longer rows take the three kernels (statistics, their combination, the
+  writes: two reads).
 - reduction family along a leading or middle dim of contiguous tensors
   ((outer, n, inner)): a column kernel reads neighbouring columns, no
   transposing copy.
@@ -81,6 +85,18 @@ ROW_THREADS = 128
 COLUMN_WIDTHS = (16, 64, 256)
 COLUMN_TILE = (128, 2048)
 SUM_COLUMN_VECTOR_TILE = (256, 8192)
+# A thread of a grid kernel keeps to this many registers: the kernel is
+# compiled for blocks_per_sm = REGISTERS_PER_SM // (threads * this) resident
+# blocks (__launch_bounds__), so that many fit an SM by construction (sm_90
+# bf16 chunks of 16384 in 512 threads: 93 registers unbounded, 64 and ten
+# spilled words at 2 blocks per SM; the CUDA backend's grid path measured 2
+# blocks per SM faster than 1).
+GRID_REGISTERS_PER_THREAD = 64
+# 32-bit registers of an SM, on every NVIDIA architecture since sm_50.
+REGISTERS_PER_SM = 65536
+# What TVM's launch error says when a cooperative launch asks for more blocks
+# than the GPU holds at once: the grid regime then falls back to chunks.
+GRID_REFUSED = "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
 # softmax's combine reads this many chunks' statistics per block.
 COMBINE_WIDTH = 1024
 COMBINE_THREADS = 128
@@ -179,6 +195,25 @@ def column_tile(op: str, width: int, vec: int) -> dict:
     return {"block_m": elements // width, "width": width, "vec": vec, "threads": threads, "batch": columns_per_thread}
 
 
+def grid_tile(op: str, width: int, vec: int, peeled: bool = False) -> dict:
+    """The tile shape of op's grid kernel for chunks of `width` elements: a
+    chunk tile, compiled to keep blocks_per_sm blocks resident per SM."""
+    tile = chunk_tile(op, width, vec, peeled)
+    return {**tile, "blocks_per_sm": REGISTERS_PER_SM // (tile["threads"] * GRID_REGISTERS_PER_THREAD)}
+
+
+def resident_blocks(tile: dict, multiprocessors: int, threads_per_multiprocessor: int) -> int:
+    """Blocks of a grid kernel of `tile` the GPU holds at once: its compiled
+    blocks_per_sm, or fewer where the SM runs fewer threads, on every SM."""
+    return multiprocessors * min(tile["blocks_per_sm"], threads_per_multiprocessor // tile["threads"])
+
+
+def rows_per_round(m: int, splits: int, blocks: int) -> int:
+    """Rows a grid kernel holds at once, each cut into `splits` chunks, with
+    `blocks` resident blocks; 0 when one row has more chunks than blocks."""
+    return min(m, blocks // splits)
+
+
 def combine_tile() -> dict:
     return {"width": COMBINE_WIDTH, "threads": COMBINE_THREADS}
 
@@ -218,6 +253,8 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
                 found.append((op, recipe, {"dtype": dtype, "out_dtype": "float32", "block_m": 1, **tile}))
             else:
                 found += [(op, name, {"dtype": dtype, **tile}) for name in (recipe, "chunk_write")]
+            if "grid" in registered:
+                found.append((op, "grid", {"dtype": dtype, **grid_tile(op, width, vec, peeled)}))
     if recipe == "chunk_stats":
         found.append((op, "combine_stats", combine_tile()))
     elif recipe:
@@ -255,10 +292,12 @@ def warm(ops: Sequence[str], target: dict | str, workers: int, style: str | None
 
 
 @functools.lru_cache(maxsize=None)
-def _device(index: int) -> tuple[dict, int]:
-    """A CUDA device's TileLang target and number of SMs."""
+def _device(index: int) -> tuple[dict, int, int]:
+    """A CUDA device's TileLang target, number of SMs and threads an SM runs at once."""
     device = torch.device("cuda", index)
-    return compiler.cuda_target(device), torch.cuda.get_device_properties(device).multi_processor_count
+    properties = torch.cuda.get_device_properties(device)
+    return (compiler.cuda_target(device), properties.multi_processor_count,
+            properties.max_threads_per_multi_processor)
 
 
 class Kernels:
@@ -268,7 +307,7 @@ class Kernels:
         self.op = op
         self.style = style
         self.dtype = compiler.DTYPE_NAMES[out.dtype]
-        self.target, self.multiprocessors = _device(out.get_device())
+        self.target, self.multiprocessors, self.threads_per_multiprocessor = _device(out.get_device())
 
     def get(self, name: str, op: str | None = None, **consts):
         return compiler.KERNELS.get(op or self.op, name, self.style, consts, self.target)
@@ -436,14 +475,16 @@ class SumLevels:
 
 class RowsRun:
     """The reduction family over contiguous (m, n) matrices: whole rows in
-    registers, or chunks combined by a second kernel (module docstring)."""
+    registers, chunks in one grid kernel, or chunks combined by a second
+    kernel (module docstring)."""
 
     def __init__(self, op: str, kernels: Kernels, m: int, n: int, vec: int):
         self.op, self.m, self.n, self.vec = op, m, n, vec
         peeled = n % vec != 0
         dtype = kernels.dtype
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
-        self.recipe = chunk_recipe(registry.kernels(op))
+        registered = registry.kernels(op)
+        self.recipe = chunk_recipe(registered)
         self.chunk = _chunk_width(op, m, n, vec, kernels.multiprocessors) if self.recipe else None
         if self.chunk is None:
             if n > max(row_widths(op)):
@@ -456,17 +497,31 @@ class RowsRun:
             self.whole = kernels.get("rows", dtype=dtype, **extra, **tile)
             return
         self.chunks = math.ceil(n / self.chunk)
-        tile = chunk_tile(op, self.chunk, vec, peeled)
+        self.chunk_kernels = (kernels, chunk_tile(op, self.chunk, vec, peeled))
+        self.grid = None
+        if self.recipe == "chunk_stats" and "grid" in registered:
+            tile = grid_tile(op, self.chunk, vec, peeled)
+            blocks = resident_blocks(tile, kernels.multiprocessors, kernels.threads_per_multiprocessor)
+            self.rows_per_round = rows_per_round(m, self.chunks, blocks)
+            if self.rows_per_round:
+                self.grid = kernels.get("grid", dtype=dtype, **tile)
+                return
+        self._get_chunk_kernels()
+
+    def _get_chunk_kernels(self) -> None:
+        """The kernels of the chunked regime (module docstring), each got once."""
+        kernels, tile = self.chunk_kernels
+        dtype = kernels.dtype
         if self.recipe == "chunk_sums":
             self.first = kernels.get(self.recipe, dtype=dtype, out_dtype="float32", block_m=1, **tile)
-            self.sums = SumLevels(kernels, m, self.chunks, dtype)
+            self.sums = SumLevels(kernels, self.m, self.chunks, dtype)
             return
         self.first = kernels.get(self.recipe, dtype=dtype, **tile)
         self.write = kernels.get("chunk_write", dtype=dtype, **tile)
         if self.recipe == "chunk_stats":
             self.combine = kernels.get("combine_stats", **combine_tile())
         else:
-            self.sums = SumLevels(kernels, m, self.chunks, "float32")
+            self.sums = SumLevels(kernels, self.m, self.chunks, "float32")
 
     def bind(self, out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> Callable[[], None]:
         views = [view for t in inputs for view in row_views(t, self.m, self.n, self.vec)]
@@ -486,6 +541,8 @@ class RowsRun:
         # stream of that run.
         device = out_views[0].device
         if self.recipe == "chunk_stats":
+            if self.grid is not None and self._on_grid(views, out_views):
+                return
             stats = torch.empty((self.m, self.chunks, 2), dtype=torch.float32, device=device)
             self.first(*views, stats)
             while stats.shape[1] > 1:
@@ -501,6 +558,26 @@ class RowsRun:
             self.sums(partials, *out_views)
         else:
             self.write(*views, self.sums(partials), *out_views)
+
+    def _on_grid(self, views: Sequence[torch.Tensor], out_views: Sequence[torch.Tensor]) -> bool:
+        """Launches the grid kernel, whose stats (rounds, rows_per_round, chunks,
+        2) give its launch (softmax.py); False when CUDA refuses its cooperative
+        launch as more blocks than the GPU holds at once (resident_blocks counts
+        what the kernel was compiled for; where the GPU holds fewer, CUDA refuses
+        rather than start a grid that would wait forever), after which this run
+        takes the chunked kernels."""
+        rounds = math.ceil(self.m / self.rows_per_round)
+        stats = torch.empty((rounds, self.rows_per_round, self.chunks, 2), dtype=torch.float32,
+                            device=out_views[0].device)
+        try:
+            self.grid(*views, stats, *out_views)
+        except Exception as error:  # TVM-FFI raises its own error types
+            if GRID_REFUSED not in str(error):
+                raise
+            self._get_chunk_kernels()
+            self.grid = None  # after the chunk kernels: a run on another thread needs them then
+            return False
+        return True
 
 
 class ColumnsRun:
