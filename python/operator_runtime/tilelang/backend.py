@@ -88,9 +88,9 @@ SUM_COLUMN_VECTOR_TILE = (256, 8192)
 # A thread of a grid kernel keeps to this many registers: the kernel is
 # compiled for blocks_per_sm = REGISTERS_PER_SM // (threads * this) resident
 # blocks (__launch_bounds__), so that many fit an SM by construction (sm_90
-# bf16 chunks of 16384 in 512 threads: 93 registers unbounded, 64 and ten
-# spilled words at 2 blocks per SM; the CUDA backend's grid path measured 2
-# blocks per SM faster than 1).
+# bf16 chunks of 16384 in 512 threads: 95 registers unbounded, 64 and no
+# spills at 2 blocks per SM; the CUDA backend's grid path measured 2 blocks
+# per SM faster than 1).
 GRID_REGISTERS_PER_THREAD = 64
 # 32-bit registers of an SM, on every NVIDIA architecture since sm_50.
 REGISTERS_PER_SM = 65536
