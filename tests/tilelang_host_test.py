@@ -134,12 +134,14 @@ def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_eleme
                                           ((160, 24577), (24577, 1), x.data_ptr()),
                                           ((983080, 4), (4, 1), out.data_ptr()),
                                           ((160, 24577), (24577, 1), out.data_ptr())])]
-    # Short odd rows, several to a block, stay one element at a time (backend.peels_rows_of).
+    # Short odd rows, several to a block (staged through shared memory by tiles.load_rows),
+    # see the same two views.
     kernels = RecordingKernels()
     x, out = torch.randn(64, 101), torch.empty(64, 101)
     prepared(out, x, kernels).run(out, [x], 0)
-    assert kernels.compiled[-1][1]["vec"] == 1
-    assert kernels.launches[0][1][:2] == [((6464, 1), (1, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr())]
+    assert kernels.compiled[-1][1]["vec"] == 4 and kernels.compiled[-1][1]["peeled"]
+    assert kernels.compiled[-1][1]["block_m"] > 1
+    assert kernels.launches[0][1][:2] == [((1616, 4), (4, 1), x.data_ptr()), ((64, 101), (101, 1), x.data_ptr())]
     # Long odd rows in chunks: the grid kernel and every chunk kernel see the same two views.
     kernels = RecordingKernels("bfloat16")
     x = torch.randn(4, 100_001, dtype=torch.bfloat16)

@@ -32,11 +32,12 @@ The regimes, as the CUDA backend has them:
 - any other layout (padded or permuted rows): torch gathers each input into a
   contiguous (m, n) matrix in the plan's row order, then as rows.
 
-Rows are read in 16-byte vectors when every operand is 16-byte aligned and
-either n is a multiple of the vector or a block holds one row (or chunk) of
-them: each row's whole vectors as vectors, the elements before and after them
-(its partial first and last vectors) one at a time (tiles.py,
-peels_rows_of); columns when the inner extent is a multiple of the vector.
+Rows are read in 16-byte vectors when every operand is 16-byte aligned, of
+any n: a block of one row (or chunk) reads the row's whole vectors as vectors
+and the elements before and after them (its partial first and last vectors)
+one at a time; a block of several rows that are not whole vectors reads their
+one contiguous run of the data in whole vectors through shared memory
+(tiles.py); columns when the inner extent is a multiple of the vector.
 Otherwise one element at a time. Indexing is 64-bit, so rows longer than 2^31-1 elements run too.
 """
 
@@ -169,15 +170,6 @@ def row_tile(op: str, width: int, vec: int, peeled: bool = False) -> dict:
             "batch": rows_per_thread}
 
 
-def peels_rows_of(op: str, width: int, vec: int) -> bool:
-    """Whether op's rows kernel for rows of `width` elements that are not whole
-    vectors runs peeled: when a block holds one row. Where it holds several, TileLang
-    lays the edges out like the rows' results, every thread holding the edges of all
-    its rows (16 to 64 slots, up to 154 registers on sm_90), so those rows keep the
-    one-element kernels until that is measured."""
-    return row_tile(op, width, vec)["block_m"] == 1
-
-
 def chunk_tile(op: str, width: int, vec: int, peeled: bool = False) -> dict:
     """The tile shape for chunks of `width` elements, one chunk per block."""
     tile = row_tile(op, width, vec, peeled)
@@ -239,7 +231,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
         extra = {"out_dtype": dtype} if OPERATORS[op].kind == Kind.REDUCTION else {}
         peels = (False, True) if vec > 1 else (False,)
         found += [(op, "rows", {"dtype": dtype, **extra, **row_tile(op, w, vec, peeled)})
-                  for w in row_widths(op) for peeled in peels if not peeled or peels_rows_of(op, w, vec)]
+                  for w in row_widths(op) for peeled in peels]
         if "columns" in registered:
             outs = [{"out_dtype": out} for out in sorted({dtype, "float32"})] if extra else [{}]
             found += [(op, "columns", {"dtype": dtype, **out, **column_tile(op, w, vec)})
@@ -706,19 +698,8 @@ class ReductionRun:
         elif self.layout.kind == "columns":
             self.vec = _vector(kernels.dtype, self.layout.inner)
         else:
-            self.vec = self._row_vector(kernels)
+            self.vec = _vector_width(kernels.dtype)
         self.run_for(self.vec)
-
-    def _row_vector(self, kernels: Kernels) -> int:
-        """The vector of rows of aligned data: 16 bytes for any row length (odd
-        rows peeled, tiles.load_rows) unless odd rows would be held several to a
-        block (peels_rows_of), which stay one element at a time."""
-        vec = _vector_width(kernels.dtype)
-        if self.n % vec == 0:
-            return vec
-        chunked = chunk_recipe(registry.kernels(self.op)) and _chunk_width(
-            self.op, self.m, self.n, vec, kernels.multiprocessors) is not None
-        return vec if chunked or peels_rows_of(self.op, _bucket(row_widths(self.op), self.n), vec) else 1
 
     def run_for(self, vec: int) -> Run:
         run = self.runs.get(vec)

@@ -24,8 +24,12 @@ runtime's plan):
   through the first view, a vector at a time (16-byte loads and stores), and
   the up to vec - 1 elements before and after the body, its edges, through
   the second, an element at a time, as the CUDA backend peels its rows. A
-  kernel compiled with peeled=False has no edges: n is a multiple of vec, or
-  vec = 1 (misaligned data, f32 partial sums) and the body is the whole row;
+  block of several such rows stages them instead: their elements are one
+  contiguous run of the data, read and written in whole vectors through
+  shared memory (only that run's partial first and last vectors element by
+  element). A kernel compiled with peeled=False has no edges: n is a multiple
+  of vec, or vec = 1 (misaligned data, f32 partial sums) and the body is the
+  whole row;
 - columns: a contiguous (outer, n, inner) tensor reduced along n, seen as
   (outer, n, inner / vec, vec).
 """
@@ -194,20 +198,29 @@ class RowTile(NamedTuple):
     vectors of each row (of the block's chunk of it), `edges` (block_m, 2 * vec)
     each row's head and tail elements (edge_column), or None when no row has
     any (alloc_rows). Every row's edges are held by the block of its first
-    chunk only."""
+    chunk only. `staged`: the body holds whole rows, staged through shared
+    memory (load_rows), and there are no edges."""
 
     body: Any
     edges: Any
+    staged: bool
 
 
 def alloc_rows(name, block_m, width, vec, peeled):
     """A RowTile `name` for block_m rows (or chunks of rows) of `width` elements,
     in f32, with edges when `peeled` (a compile-time flag: rows whose length is
     not a multiple of vec; rows of whole vectors compile without the edges'
-    loads, reductions and barrier)."""
+    loads, reductions and barrier) and the block holds one row; a block of
+    several rows that are not whole vectors stages them instead. TileLang lays
+    edges out like the rows' results, so a thread of such a block would hold
+    the edges of all its rows: 16 to 64 slots, 113-154 registers (sm_90,
+    softmax's rows of 128 to 2048 elements, against 51-63 without edges)."""
     body = IRBuilder.name(name, T.alloc_fragment((block_m, width), "float32"))
-    edges = IRBuilder.name(f"{name}_edges", T.alloc_fragment((block_m, 2 * vec), "float32")) if peeled else None
-    return RowTile(body, edges)
+    staged = peeled and block_m > 1
+    edges = None
+    if peeled and not staged:
+        edges = IRBuilder.name(f"{name}_edges", T.alloc_fragment((block_m, 2 * vec), "float32"))
+    return RowTile(body, edges, staged)
 
 
 def _rows_geometry(tile, vectors, matrix):
@@ -220,13 +233,121 @@ def _rows_geometry(tile, vectors, matrix):
     return m, n, vec, tile.edges is not None, block_m, width, width // vec
 
 
+class BlockSpan(NamedTuple):
+    """The run of the flat data that rows row ... of a staged tile hold (those
+    below m): `length` elements from element `start`, which lies `lead`
+    elements into vector `first`; a staging buffer's vector v is the data's
+    vector first + v."""
+
+    start: Any
+    length: Any
+    lead: Any
+    first: Any
+
+
+def block_span(row, block_m, m, n, vec):
+    """The BlockSpan of rows row ... row + block_m - 1 of an (m, n) matrix. A plain
+    function called while a macro is traced, as row_span."""
+    start = T.Cast("int64", row) * n
+    return BlockSpan(start=start, length=T.min(block_m, m - row) * n, lead=T.truncmod(start, vec),
+                     first=T.truncdiv(start, vec))
+
+
+def _staged_position(span, i, j, n, vec):
+    """(vector, lane) of element j of the tile's row i in its staging buffer."""
+    return T.truncdiv(span.lead + i * n + j, vec), T.truncmod(span.lead + i * n + j, vec)
+
+
+def _wholly_inside(span, v, vec):
+    """Whether staging vector v lies wholly inside the block's run."""
+    return T.And(v * vec >= span.lead, (v + 1) * vec <= span.lead + span.length)
+
+
+def _matrix_index(n, element):
+    """The (row, column) of flat element `element` of a matrix of rows of n."""
+    return T.truncdiv(element, n), T.truncmod(element, n)
+
+
+def _staging(tile, vec, dtype):
+    """A shared buffer of the vectors a staged tile's run covers: its
+    block_m * width elements start at most vec - 1 into the first of them."""
+    block_m, width = tile.body.shape
+    return T.alloc_shared((block_m * width // vec + 1, vec), dtype)
+
+
+# The staging buffer's last vector, which only a run starting off a vector
+# boundary reaches, is copied by a loop of its own: with it, the copy's extent
+# is no multiple of the block's threads and TileLang copies element by element.
+
+
+@T.macro
+def _stage_vector(x_vectors, staged, span, v, k):
+    """Lane k of staging vector v, when it is whole in the data and covers the run."""
+    if span.first + v < x_vectors.shape[0] and v * x_vectors.shape[1] < span.lead + span.length:
+        staged[v, k] = x_vectors[span.first + v, k]
+
+
+@T.macro
+def _unstage_vector(staged, out_vectors, span, v, k):
+    """Lane k of staging vector v, when it lies wholly inside the run."""
+    if _wholly_inside(span, v, out_vectors.shape[1]):
+        out_vectors[span.first + v, k] = staged[v, k]
+
+
+@T.macro
+def _load_staged(x_vectors, x, tile, row, fill):
+    """load_rows of a staged tile: the vectors covering the block's run, whole
+    (16-byte loads; a neighbour's elements in the run's first and last vector
+    are read, never used), then the data's last, partial vector element by
+    element, then each row out of shared memory."""
+    m, n, vec, _, block_m, width, _ = _rows_geometry(tile, x_vectors, x)
+    staged = _staging(tile, vec, x.dtype)
+    span = block_span(row, block_m, m, n, vec)
+    whole = x_vectors.shape[0]
+    for v, k in T.Parallel(block_m * width // vec, vec):
+        _stage_vector(x_vectors, staged, span, v, k)
+    for k in T.Parallel(vec):
+        _stage_vector(x_vectors, staged, span, block_m * width // vec, k)
+    for k in T.Parallel(vec):
+        if span.start <= T.Cast("int64", whole) * vec + k < span.start + span.length:
+            staged[whole - span.first, k] = x[_matrix_index(n, T.Cast("int64", whole) * vec + k)]
+    for i, j in T.Parallel(block_m, width):
+        tile.body[i, j] = T.if_then_else(
+            row + i < m and j < n, T.Cast("float32", staged[_staged_position(span, i, j, n, vec)]), fill)
+
+
+@T.macro
+def _store_staged(tile, out_vectors, out, row):
+    """store_rows of a staged tile: each row into shared memory, then the
+    vectors wholly inside the block's run (16-byte stores), then the run's
+    elements in its first and last vectors when those are not: a block writes
+    only its own elements."""
+    m, n, vec, _, block_m, width, _ = _rows_geometry(tile, out_vectors, out)
+    staged = _staging(tile, vec, out.dtype)
+    span = block_span(row, block_m, m, n, vec)
+    for i, j in T.Parallel(block_m, width):
+        if row + i < m and j < n:
+            staged[_staged_position(span, i, j, n, vec)] = T.Cast(out.dtype, tile.body[i, j])
+    for v, k in T.Parallel(block_m * width // vec, vec):
+        _unstage_vector(staged, out_vectors, span, v, k)
+    for k in T.Parallel(vec):
+        _unstage_vector(staged, out_vectors, span, block_m * width // vec, k)
+    last = T.truncdiv(span.lead + span.length - 1, vec)
+    for s, k in T.Parallel(2, vec):
+        # s = 0: the run's first vector, 1: its last (the same one in a short run).
+        if (span.lead <= s * last * vec + k < span.lead + span.length
+                and T.Not(_wholly_inside(span, s * last, vec))):
+            out[_matrix_index(n, span.start - span.lead + s * last * vec + k)] = staged[s * last, k]
+
+
 @T.macro
 def load_rows(x_vectors, x, tile, row, chunk, fill):
     """tile = chunk `chunk` of rows row ... row + block_m of x as f32 (`fill`
     past a row or the matrix): x is the (m, n) matrix, x_vectors the same data
     as (vectors, vec) (module docstring). The body loads whole vectors under a
     condition uniform per vector, which TileLang turns into 16-byte loads; the
-    edges (the first chunk's only) load element by element.
+    edges (the first chunk's only) load element by element. A staged tile
+    (whole rows, chunk 0) loads through shared memory.
 
     One element at a time (vec = 1), the per-element bounds checks cost more
     instructions than the loads, so a tile wholly inside the matrix loads
@@ -234,7 +355,9 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
     slower: softmax_backward 1024x32768 bf16 in chunks 0.67 -> 0.63x the
     nvidia backend on an H100)."""
     m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, x_vectors, x)
-    if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
+    if tile.staged:
+        _load_staged(x_vectors, x, tile, row, fill)
+    elif vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
             tile.body[i, j] = T.Cast("float32", x[row + i, chunk * width + j])
     else:
@@ -257,7 +380,9 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
 def store_rows(tile, out_vectors, out, row, chunk):
     """The inverse of load_rows, for the elements of the matrix."""
     m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, out_vectors, out)
-    if vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
+    if tile.staged:
+        _store_staged(tile, out_vectors, out, row)
+    elif vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
             out[row + i, chunk * width + j] = T.Cast(out.dtype, tile.body[i, j])
     else:
