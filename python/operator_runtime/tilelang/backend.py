@@ -59,13 +59,15 @@ from operator_runtime.tilelang import compiler, registry
 
 ALIGNMENT = 16
 # The row widths a block holds in registers (a row runs in the narrowest that
-# holds it), few so that few kernels compile; an op has those its block of at
+# holds it), every power of two, so that a row fills at least half its tile
+# (with every other power, rows of 256 ran in tiles of 512: softmax 65536x256
+# 0.71-0.79x the nvidia backend on an H100); an op has those its block of at
 # most MAX_BLOCK_THREADS threads holds (row_widths). Rows of 32768 held whole
 # rather than in chunks, measured on an H100 against the nvidia backend:
 # softmax 1024x32768 f32 0.65 -> 1.00x, bf16 0.55 -> 0.84x, 4096x20000 f32
 # 0.60 -> 0.97x. Longer rows are cut into the widest of CHUNK_WIDTHS that
 # gives every SM blocks, narrower chunks spreading a few rows over every SM.
-ROW_WIDTHS = (32, 128, 512, 2048, 8192, 16384, 32768)
+ROW_WIDTHS = tuple(2**k for k in range(5, 16))
 CHUNK_WIDTHS = (16384, 4096, 1024)
 # Elements a thread of a rows kernel holds, shared by its inputs' tiles
 # (softmax_backward's dy and y: 16 each).
