@@ -21,7 +21,8 @@ KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "grid"
 
 class RecordingKernels:
     """backend.Kernels for cpu tensors: each kernel records its launches, as
-    (name, [(shape, strides, data pointer) of each tensor argument]); an H100's
+    (name, [(shape, strides, data pointer) of each tensor argument]) and the
+    constants it was compiled with (launched_consts); an H100's
     SMs unless told."""
 
     def __init__(self, dtype: str = "float32", multiprocessors: int = 132):
@@ -29,6 +30,7 @@ class RecordingKernels:
         self.multiprocessors = multiprocessors
         self.threads_per_multiprocessor = 2048
         self.launches: list[tuple[str, list[tuple]]] = []
+        self.launched_consts: list[dict] = []
         self.compiled: list[tuple[str, dict]] = []
 
     def get(self, name: str, op: str | None = None, **consts):
@@ -36,6 +38,7 @@ class RecordingKernels:
         def launch(*args):
             self.launches.append((name, [(tuple(a.shape), a.stride(), a.data_ptr()) for a in args
                                          if isinstance(a, torch.Tensor)]))
+            self.launched_consts.append(consts)
         return launch
 
 
@@ -214,6 +217,22 @@ def test_f32_partial_sums_are_summed_by_the_one_element_rows_kernel():
     assert kernels.compiled[-1][1]["vec"] == 1
     assert kernels.launches == [("rows", [((400, 1), (1, 1), partials.data_ptr()),
                                           ((4, 100), (100, 1), partials.data_ptr()), ((4, 1), (1, 1), out.data_ptr())])]
+
+
+@pytest.mark.parametrize("multiprocessors", [132, 2])
+@pytest.mark.parametrize("shape", [(4096, 33), (64, 101), (1000, 255), (8, 2049), (3, 100_001), (1, 1 << 20)])
+def test_reduce_sum_launches_staged_tiles_over_whole_rows_only(monkeypatch, shape, multiprocessors):
+    # A staged tile (several odd rows a block) holds whole rows, so tiles.load_rows refuses it
+    # any chunk but 0: a kernel compiled with one must write an out of one column.
+    monkeypatch.setattr(registry, "kernels", lambda op: ["rows", "chunk_sums", "columns"])
+    kernels = RecordingKernels("bfloat16", multiprocessors)
+    m, n = shape
+    backend.RowsRun("reduce_sum", kernels, m, n, 8)(torch.empty(m, dtype=torch.bfloat16),
+                                                   [torch.randn(m, n, dtype=torch.bfloat16)])
+    staged = [(name, views[-1][0]) for (name, views), consts in zip(kernels.launches, kernels.launched_consts)
+              if consts["block_m"] > 1 and consts.get("peeled")]
+    assert all(out_shape == (m, 1) for _, out_shape in staged), staged
+    assert bool(staged) == (n < 256)  # the short odd rows are the staged ones
 
 
 def test_misaligned_tensors_take_the_one_element_kernels():
