@@ -222,8 +222,9 @@ def test_f32_partial_sums_are_summed_by_the_one_element_rows_kernel():
 @pytest.mark.parametrize("multiprocessors", [132, 2])
 @pytest.mark.parametrize("shape", [(4096, 33), (64, 101), (1000, 255), (8, 2049), (3, 100_001), (1, 1 << 20)])
 def test_reduce_sum_launches_staged_tiles_over_whole_rows_only(monkeypatch, shape, multiprocessors):
-    # A staged tile (several odd rows a block) holds whole rows, so tiles.load_rows refuses it
-    # any chunk but 0: a kernel compiled with one must write an out of one column.
+    # A staged tile (several odd rows a block) holds whole rows and ignores the chunk
+    # (tiles.load_rows): reduce_sum's rows kernel, which also sums chunks, must be launched
+    # with one when its out has one column.
     monkeypatch.setattr(registry, "kernels", lambda op: ["rows", "chunk_sums", "columns"])
     kernels = RecordingKernels("bfloat16", multiprocessors)
     m, n = shape

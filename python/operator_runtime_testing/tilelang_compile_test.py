@@ -102,29 +102,6 @@ def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
             assert b"tirx.use_cooperative_launch" in library.read_bytes()
 
 
-def _staged_load(chunk_from_the_grid: bool):
-    """A kernel loading a staged tile (4 rows of 100 bf16, not whole vectors) at
-    chunk 0, or at the chunk its block index gives."""
-    import tilelang.language as T
-
-    from operator_runtime.tilelang.tiles import alloc_rows, load_rows
-
-    @T.prim_func
-    def staged_load(x_vectors: T.Tensor((100, 8), "bfloat16"), x: T.Tensor((8, 100), "bfloat16")):
-        with T.Kernel(2, 2, threads=128) as (c, b):
-            tile = alloc_rows("tile", 4, 128, 8, True)
-            load_rows(x_vectors, x, tile, b * 4, c if chunk_from_the_grid else 0, T.float32(0))
-
-    return staged_load
-
-
-def test_a_staged_tile_is_refused_any_chunk_but_0():
-    # Its body holds whole rows: over several chunks it would load each row once per chunk.
-    _staged_load(chunk_from_the_grid=False)
-    with pytest.raises(ValueError, match=r"a staged tile of \(4, 128\) holds whole rows"):
-        _staged_load(chunk_from_the_grid=True)
-
-
 def _cpu_cases(op: str, dtype: torch.dtype):
     """(inputs, params) of a few CPU problems: odd sizes, a full and a partial block."""
     generator = torch.Generator().manual_seed(0)

@@ -28,9 +28,7 @@ import tilelang
 import tilelang.language as T
 
 from operator_runtime.tilelang.registry import register
-from operator_runtime.tilelang.tiles import (
-    alloc_rows, column_layout, load_columns, load_rows, reduce_rows_sum, whole_or_chunk,
-)
+from operator_runtime.tilelang.tiles import alloc_rows, column_layout, load_columns, load_rows, reduce_rows_sum
 
 
 @T.macro
@@ -40,7 +38,7 @@ def sum_rows(input_vectors, input, out, block_m, width, vec, peeled, threads, ba
     with T.Kernel(chunks, T.ceildiv(m, block_m), threads=threads) as (c, b):
         tile = alloc_rows("tile", block_m, width, vec, peeled)
         total = T.alloc_fragment((block_m,), "float32")
-        load_rows(input_vectors, input, tile, b * block_m, whole_or_chunk(tile, c), T.float32(0))
+        load_rows(input_vectors, input, tile, b * block_m, c, T.float32(0))
         reduce_rows_sum(tile, total, batch)
         for i in T.Parallel(block_m):
             if b * block_m + i < m:

@@ -340,22 +340,6 @@ def _store_staged(tile, out_vectors, out, row):
             out[_matrix_index(n, span.start - span.lead + s * last * vec + k)] = staged[s * last, k]
 
 
-def _whole_rows(tile, chunk):
-    """Refuses, while the kernel is traced, a staged tile given any chunk but
-    the literal 0: its body holds whole rows, so a kernel over several chunks
-    would load and store each row once per chunk."""
-    if not (isinstance(chunk, int) and chunk == 0):
-        raise ValueError(f"a staged tile of {tuple(tile.body.shape)} holds whole rows: load_rows and store_rows "
-                         f"take the literal chunk 0 for it, not {chunk!r}")
-
-
-def whole_or_chunk(tile, chunk):
-    """The chunk to load of a kernel over chunks: 0 for a staged tile (the
-    backend launches it over whole rows, one chunk), else `chunk`. A plain
-    function called while a macro is traced."""
-    return 0 if tile.staged else chunk
-
-
 @T.macro
 def load_rows(x_vectors, x, tile, row, chunk, fill):
     """tile = chunk `chunk` of rows row ... row + block_m of x as f32 (`fill`
@@ -363,7 +347,8 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
     as (vectors, vec) (module docstring). The body loads whole vectors under a
     condition uniform per vector, which TileLang turns into 16-byte loads; the
     edges (the first chunk's only) load element by element. A staged tile
-    (whole rows, chunk 0) loads through shared memory.
+    holds whole rows, loaded through shared memory, and ignores `chunk`: only
+    whole-row launches use one (tilelang_host_test checks the backend's).
 
     One element at a time (vec = 1), the per-element bounds checks cost more
     instructions than the loads, so a tile wholly inside the matrix loads
@@ -372,7 +357,6 @@ def load_rows(x_vectors, x, tile, row, chunk, fill):
     nvidia backend on an H100)."""
     m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, x_vectors, x)
     if tile.staged:
-        _whole_rows(tile, chunk)
         _load_staged(x_vectors, x, tile, row, fill)
     elif vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
@@ -398,7 +382,6 @@ def store_rows(tile, out_vectors, out, row, chunk):
     """The inverse of load_rows, for the elements of the matrix."""
     m, n, vec, peeled, block_m, width, per_chunk = _rows_geometry(tile, out_vectors, out)
     if tile.staged:
-        _whole_rows(tile, chunk)
         _store_staged(tile, out_vectors, out, row)
     elif vec == 1 and row + block_m <= m and (chunk + 1) * width <= n:
         for i, j in T.Parallel(block_m, width):
