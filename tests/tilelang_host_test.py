@@ -183,6 +183,23 @@ def test_the_grid_regime_holds_as_many_rows_as_the_resident_blocks_hold_chunks()
     assert backend.rows_per_round(10, 300, 264) == 0
 
 
+def test_softmax_backward_runs_long_rows_on_the_grid_with_a_dot_product_cell_per_chunk(monkeypatch):
+    # 1024 rows of 32768 bf16 on 132 SMs: dy and y in chunks of 16384, 16 elements of each a
+    # thread (1024 threads, one block an SM): 132 blocks hold 66 rows of 2 chunks at once.
+    monkeypatch.setattr(registry, "kernels", lambda op: ["chunk_dots", "chunk_write", "columns", "grid", "rows"])
+    kernels = RecordingKernels("bfloat16")
+    run = backend.RowsRun("softmax_backward", kernels, 1024, 32_768, 8)
+    assert kernels.compiled == [("grid", {"dtype": "bfloat16", "width": 16384, "vec": 8, "peeled": False,
+                                          "threads": 1024, "blocks_per_sm": 1})]
+    dy, y = torch.randn(1024, 32_768, dtype=torch.bfloat16), torch.randn(1024, 32_768, dtype=torch.bfloat16)
+    out = torch.empty_like(dy)
+    run.bind(out, [dy, y])()
+    (name, args), = kernels.launches
+    # dy's and y's views, then the dots (rounds, rows_per_round, chunks), then out's views.
+    assert name == "grid" and args[4][:2] == ((16, 66, 2), (132, 2, 1))
+    assert [arg[2] for arg in args[:4] + args[5:]] == [dy.data_ptr()] * 2 + [y.data_ptr()] * 2 + [out.data_ptr()] * 2
+
+
 def test_a_refused_grid_launch_falls_back_to_chunks_and_other_errors_raise():
     class RefusingKernels(RecordingKernels):
         def __init__(self, error: str):

@@ -21,11 +21,11 @@ The regimes, as the CUDA backend has them:
   rows that fit a block's registers (n <= 32768 for one input, 16384 for
   two) run whole, several short rows per block; longer rows, or too few rows
   to fill the GPU, run in chunks spread over every SM, combined by a second
-  kernel. softmax's chunks run in one kernel (`grid`) when a row's chunks
-  fit the blocks the GPU holds at once (resident_blocks): each block keeps
-  its chunk in registers across a grid barrier, one read and one write;
-  longer rows take the three kernels (statistics, their combination, the
-  writes: two reads).
+  kernel. softmax's and softmax_backward's chunks run in one kernel (`grid`)
+  when a row's chunks fit the blocks the GPU holds at once
+  (resident_blocks): each block keeps its chunk in registers across a grid
+  barrier, one read and one write; longer rows take the chunk kernels
+  (statistics or dot products, their combination, the writes: two reads).
 - reduction family along a leading or middle dim of contiguous tensors
   ((outer, n, inner)): a column kernel reads neighbouring columns, no
   transposing copy.
@@ -100,6 +100,9 @@ REGISTERS_PER_SM = 65536
 # What TVM's launch error says when a cooperative launch asks for more blocks
 # than the GPU holds at once: the grid regime then falls back to chunks.
 GRID_REFUSED = "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"
+# What a grid kernel keeps of each chunk, by its op's chunk recipe: softmax's
+# (maximum, sum), softmax_backward's dot product.
+GRID_CELL = {"chunk_stats": (2,), "chunk_dots": ()}
 # softmax's combine reads this many chunks' statistics per block.
 COMBINE_WIDTH = 1024
 COMBINE_THREADS = 128
@@ -493,7 +496,7 @@ class RowsRun:
         self.chunks = math.ceil(n / self.chunk)
         self.chunk_kernels = (kernels, chunk_tile(op, self.chunk, vec, peeled))
         self.grid = None
-        if self.recipe == "chunk_stats" and "grid" in registered:
+        if "grid" in registered:
             tile = grid_tile(op, self.chunk, vec, peeled)
             blocks = resident_blocks(tile, kernels.multiprocessors, kernels.threads_per_multiprocessor)
             self.rows_per_round = rows_per_round(m, self.chunks, blocks)
@@ -534,9 +537,9 @@ class RowsRun:
         # The partials come from torch's caching allocator at each run, on the
         # stream of that run.
         device = out_views[0].device
+        if self.grid is not None and self._on_grid(views, out_views):
+            return
         if self.recipe == "chunk_stats":
-            if self.grid is not None and self._on_grid(views, out_views):
-                return
             stats = torch.empty((self.m, self.chunks, 2), dtype=torch.float32, device=device)
             self.first(*views, stats)
             while stats.shape[1] > 1:
@@ -554,17 +557,17 @@ class RowsRun:
             self.write(*views, self.sums(partials), *out_views)
 
     def _on_grid(self, views: Sequence[torch.Tensor], out_views: Sequence[torch.Tensor]) -> bool:
-        """Launches the grid kernel, whose stats (rounds, rows_per_round, chunks,
-        2) give its launch (softmax.py); False when CUDA refuses its cooperative
+        """Launches the grid kernel, whose cells (rounds, rows_per_round, chunks,
+        *GRID_CELL[recipe]) give its launch (softmax.py); False when CUDA refuses its cooperative
         launch as more blocks than the GPU holds at once (resident_blocks counts
         what the kernel was compiled for; where the GPU holds fewer, CUDA refuses
         rather than start a grid that would wait forever), after which this run
         takes the chunked kernels."""
         rounds = math.ceil(self.m / self.rows_per_round)
-        stats = torch.empty((rounds, self.rows_per_round, self.chunks, 2), dtype=torch.float32,
-                            device=out_views[0].device)
+        cells = torch.empty((rounds, self.rows_per_round, self.chunks, *GRID_CELL[self.recipe]),
+                            dtype=torch.float32, device=out_views[0].device)
         try:
-            self.grid(*views, stats, *out_views)
+            self.grid(*views, cells, *out_views)
         except Exception as error:  # TVM-FFI raises its own error types
             if GRID_REFUSED not in str(error):
                 raise
