@@ -558,8 +558,9 @@ class RowsRun:
 
     def _on_grid(self, views: Sequence[torch.Tensor], out_views: Sequence[torch.Tensor]) -> bool:
         """Launches the grid kernel, whose cells (rounds, rows_per_round, chunks,
-        *GRID_CELL[recipe]) give its launch (softmax.py); False when CUDA refuses its cooperative
-        launch as more blocks than the GPU holds at once (resident_blocks counts
+        *GRID_CELL[recipe]) give its launch (softmax.py, softmax_backward.py);
+        False when CUDA refuses its cooperative launch as more blocks than the
+        GPU holds at once (resident_blocks counts
         what the kernel was compiled for; where the GPU holds fewer, CUDA refuses
         rather than start a grid that would wait forever), after which this run
         takes the chunked kernels."""
