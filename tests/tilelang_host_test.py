@@ -16,7 +16,7 @@ import torch
 import operator_runtime as ort
 from operator_runtime.tilelang import backend, registry
 
-KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "grid", "rows"]
+KERNEL_NAMES = ["chunk_stats", "chunk_write", "columns", "combine_stats", "grid", "rows", "shared_rows"]
 
 
 class RecordingKernels:
@@ -123,6 +123,30 @@ def test_rows_of_up_to_32768_run_whole_in_one_block_when_they_fill_the_gpu():
     # Two inputs of 16 elements a thread: 16384 is the widest row a block of 1024 threads holds.
     assert max(backend.row_widths("softmax_backward")) == 16384
     assert max(backend.row_widths("softmax")) == max(backend.row_widths("reduce_sum")) == 32768
+
+
+def test_long_16_bit_rows_run_one_a_block_in_shared_memory_when_they_fill_the_gpu():
+    def launched(shape, dtype, multiprocessors=132):
+        kernels = RecordingKernels(dtype, multiprocessors)
+        x = torch.randn(shape).to(getattr(torch, dtype))
+        out = torch.empty_like(x)
+        prepared(out, x, kernels).run(out, [x], 0)
+        return kernels
+    # Longer than a register block holds (32768), up to 53248 elements, with
+    # SHARED_ROWS_PER_SM rows an SM: one row a block, on the same two views as `rows`.
+    rows = backend.SHARED_ROWS_PER_SM * 132
+    kernels = launched((rows, 50257), "bfloat16")
+    assert kernels.compiled == [("shared_rows", {"dtype": "bfloat16", "width": 53248, "vec": 8, "threads": 256})]
+    (name, args), = kernels.launches
+    assert name == "shared_rows" and [shape for shape, _, _ in args] == [(rows * 50257 // 8, 8), (rows, 50257)] * 2
+    assert launched((rows, 32769), "float16").compiled[-1][0] == "shared_rows"
+    # Rows a register block holds, f32 rows, rows past the widest width and fewer
+    # rows than that (spread over the GPU in chunks) take the other regimes.
+    assert [name for name, _ in launched((rows, 32768), "bfloat16").launches] == ["rows"]
+    assert [name for name, _ in launched((rows, 24577), "bfloat16").launches] == ["rows"]
+    assert [name for name, _ in launched((rows, 50257), "float32").launches] == ["grid"]
+    assert [name for name, _ in launched((rows, 53249), "bfloat16").launches] == ["grid"]
+    assert [name for name, _ in launched((rows - 1, 50257), "bfloat16").launches] == ["grid"]
 
 
 def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_element():

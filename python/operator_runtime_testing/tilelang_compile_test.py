@@ -81,7 +81,10 @@ def test_compiles_to_an_sm90_cubin(compiler, style, dtype, tmp_path):
 
     op = os.environ[OP_ENV]
     compiled = _kernels_of(op, dtype)
-    assert sorted({kernel for kernel, _ in compiled}) == registry.kernels(op)
+    # Kernels for some dtypes only (softmax's shared_rows: 16-bit) are absent from the others.
+    assert {kernel for kernel, _ in compiled} <= set(registry.kernels(op))
+    every_dtype = {kernel for d in ("float32", "float16", "bfloat16") for kernel, _ in _kernels_of(op, d)}
+    assert sorted(every_dtype) == registry.kernels(op)
     for kernel, consts in compiled:
         if "dtype" not in consts and dtype != "float32":
             continue  # a kernel of f32 statistics only: compiled (and cached by TileLang) once

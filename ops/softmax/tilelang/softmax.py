@@ -41,13 +41,18 @@ from operator_runtime.tilelang.registry import register
 from operator_runtime.tilelang.tiles import (
     MINUS_INF,
     alloc_rows,
+    block_span,
+    column_layout,
     load_columns,
     load_rows,
     map_rows,
     reduce_rows_max,
     reduce_rows_sum,
+    in_run,
+    stage_run,
     store_columns,
     store_rows,
+    unstage_run,
     weight,
 )
 
@@ -140,6 +145,88 @@ def rows_lazy(dtype="float32", block_m=1, width=1024, vec=1, peeled=False, threa
         softmax_rows(input_vectors, input, out_vectors, out, block_m, width, vec, peeled, threads, batch)
 
     return rows_lazy
+
+
+@T.macro
+def softmax_shared_rows(input_vectors, input, out_vectors, out, width, vec, threads):
+    # Block r holds row r in shared memory, as loaded (tiles.stage_run), and
+    # works on its staging vectors in place, a vector a thread and step: a
+    # lane's maximum, the row's, a lane's sum of weights, the row's, then each
+    # element scaled, stored (tiles.unstage_run). Its registers hold a few
+    # vectors, so a block holds a 16-bit row longer than the rows kernel's f32
+    # tile does (32768 elements), two blocks an SM.
+    m = input.shape[0]
+    lanes = threads * vec
+    steps = width // lanes + 1  # the staging buffer has width // vec + threads vectors
+    with T.Kernel(m, threads=threads) as r:
+        staged = T.alloc_shared((width // vec + threads, vec), input.dtype)
+        piece = T.alloc_fragment((1, lanes), input.dtype)
+        lane_max = T.alloc_fragment((1, lanes), "float32")
+        lane_sum = T.alloc_fragment((1, lanes), "float32")
+        row_max = T.alloc_fragment((1,), "float32")
+        row_sum = T.alloc_fragment((1,), "float32")
+        # A staging vector a thread (16-byte shared loads); TileLang's own
+        # layout of the lanes gives a thread lanes a block apart.
+        lane_layout = column_layout(1, lanes, vec, threads)
+        T.annotate_layout({piece: lane_layout, lane_max: lane_layout, lane_sum: lane_layout})
+        span = block_span(r, 1, m, input.shape[1], vec)
+        stage_run(input_vectors, input, staged, span, width // vec)
+        T.fill(lane_max, MINUS_INF)
+        for step in T.serial(steps):
+            load_piece(staged, piece, step)
+            for i, j in T.Parallel(1, lanes):
+                lane_max[i, j] = T.max(lane_max[i, j], T.if_then_else(
+                    in_run(span, step * lanes + j), T.Cast("float32", piece[i, j]), MINUS_INF))
+        T.reduce_max(lane_max, row_max, dim=1, clear=True)
+        T.fill(lane_sum, 0)
+        for step in T.serial(steps):
+            load_piece(staged, piece, step)
+            for i, j in T.Parallel(1, lanes):
+                lane_sum[i, j] += T.if_then_else(
+                    in_run(span, step * lanes + j), weight(T.Cast("float32", piece[i, j]), row_max[i]), T.float32(0))
+        T.reduce_sum(lane_sum, row_sum, dim=1)
+        for i in T.Parallel(1):
+            row_sum[i] = 1 / row_sum[i]
+        for step in T.serial(steps):
+            for i, j in T.Parallel(1, lanes):
+                # Every staging element, the run's and its neighbours' (never stored).
+                staged[step * threads + j // vec, j % vec] = T.Cast(
+                    input.dtype, weight(T.Cast("float32", staged[step * threads + j // vec, j % vec]), row_max[i]) * row_sum[i])
+        unstage_run(staged, out_vectors, out, span, width // vec)
+
+
+@T.macro
+def load_piece(staged, piece, step):
+    """piece = staging vectors step * threads ..., a vector a thread."""
+    vec = int(staged.shape[1])
+    for i, j in T.Parallel(*piece.shape):
+        piece[i, j] = staged[step * (piece.shape[1] // vec) + j // vec, j % vec]
+
+
+@tilelang.jit
+def shared_rows_eager(input_vectors, input, out_vectors, out, dtype="float16", width=53248, vec=8, threads=256):
+    m, n, vectors = T.dynamic("m, n, vectors")
+    input_vectors: T.Tensor[[vectors, vec], dtype]
+    input: T.Tensor[[m, n], dtype]
+    out_vectors: T.Tensor[[vectors, vec], dtype]
+    out: T.Tensor[[m, n], dtype]
+    softmax_shared_rows(input_vectors, input, out_vectors, out, width, vec, threads)
+
+
+@tilelang.jit
+def shared_rows_lazy(dtype="float16", width=53248, vec=8, threads=256):
+    m, n, vectors = T.dynamic("m, n, vectors")
+
+    @T.prim_func
+    def shared_rows_lazy(
+        input_vectors: T.Tensor((vectors, vec), dtype),
+        input: T.Tensor((m, n), dtype),
+        out_vectors: T.Tensor((vectors, vec), dtype),
+        out: T.Tensor((m, n), dtype),
+    ):
+        softmax_shared_rows(input_vectors, input, out_vectors, out, width, vec, threads)
+
+    return shared_rows_lazy
 
 
 @T.macro
@@ -365,6 +452,7 @@ def columns_lazy(dtype="float32", block_m=16, width=256, vec=1, threads=128, bat
 
 
 register("softmax", "rows", eager=rows_eager, lazy=rows_lazy)
+register("softmax", "shared_rows", eager=shared_rows_eager, lazy=shared_rows_lazy)
 register("softmax", "chunk_stats", eager=chunk_stats_eager, lazy=chunk_stats_lazy)
 register("softmax", "combine_stats", eager=combine_stats_eager, lazy=combine_stats_lazy)
 register("softmax", "chunk_write", eager=chunk_write_eager, lazy=chunk_write_lazy)

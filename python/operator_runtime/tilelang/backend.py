@@ -19,8 +19,11 @@ The regimes, as the CUDA backend has them:
   a strided out is written through one.
 - reduction family, rows along a contiguous last axis ((m, n) matrices):
   rows that fit a block's registers (n <= 32768 for one input, 16384 for
-  two) run whole, several short rows per block; longer rows, or too few rows
-  to fill the GPU, run in chunks spread over every SM, combined by a second
+  two) run whole, several short rows per block; softmax's 16-bit rows too
+  long for a block's registers but not for its shared memory run one a block
+  there, as loaded, when there are rows for several waves (`shared_rows`,
+  SHARED_ROW_WIDTHS); longer rows, or too few rows to fill the GPU, run in
+  chunks spread over every SM, combined by a second
   kernel. softmax's and softmax_backward's chunks run in one kernel (`grid`)
   when a row's chunks fit the blocks the GPU holds at once
   (resident_blocks): each block keeps its chunk in registers across a grid
@@ -88,6 +91,19 @@ ROW_THREADS = 128
 COLUMN_WIDTHS = (16, 64, 256)
 COLUMN_TILE = (128, 2048)
 SUM_COLUMN_VECTOR_TILE = (256, 8192)
+# 16-bit rows longer than a block holds in registers (softmax: 32768
+# elements) and at most the widest of SHARED_ROW_WIDTHS run one row a block
+# staged in shared memory (softmax's `shared_rows`), in the narrowest width that
+# holds them, when there are SHARED_ROWS_PER_SM rows for every SM: a buffer of
+# width + threads 16-byte vectors, 108 KiB for 53248, two blocks an SM. Their
+# chunks in the grid kernel (rounds of a load, a barrier and a store in series)
+# took 1.1-2.8x the time on an H100 (132..2671 rows of 32769..50257, 16-bit).
+# Shorter rows keep their f32 register tile: staged, 1024x32768 bf16 took 162
+# against 81 us.
+SHARED_ROW_WIDTHS = (53248,)
+SHARED_ROW_THREADS = 256
+SHARED_ROWS_PER_SM = 1
+SHARED_ROW_DTYPES = ("float16", "bfloat16")
 # A thread of a grid kernel keeps to this many registers: the kernel is
 # compiled for blocks_per_sm = REGISTERS_PER_SM // (threads * this) resident
 # blocks (__launch_bounds__), so that many fit an SM by construction (sm_90
@@ -211,6 +227,19 @@ def rows_per_round(m: int, splits: int, blocks: int) -> int:
     return min(m, blocks // splits)
 
 
+def shared_row_tile(width: int, vec: int) -> dict:
+    return {"width": width, "vec": vec, "threads": SHARED_ROW_THREADS}
+
+
+def _shared_row_width(op: str, dtype: str, m: int, n: int, vec: int, sms: int) -> int | None:
+    """The width of op's shared_rows kernel for rows of n elements, or None when
+    they run otherwise (SHARED_ROW_WIDTHS)."""
+    if ("shared_rows" not in registry.kernels(op) or dtype not in SHARED_ROW_DTYPES or vec == 1
+            or m < SHARED_ROWS_PER_SM * sms or n <= max(row_widths(op))):
+        return None
+    return next((width for width in SHARED_ROW_WIDTHS if width >= n), None)
+
+
 def combine_tile() -> dict:
     return {"width": COMBINE_WIDTH, "threads": COMBINE_THREADS}
 
@@ -244,6 +273,8 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
             if extra and vec == 1:  # the second level, summing f32 splits
                 found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(op, w, 1)})
                           for w in COLUMN_WIDTHS]
+        if "shared_rows" in registered and dtype in SHARED_ROW_DTYPES and vec > 1:
+            found += [(op, "shared_rows", {"dtype": dtype, **shared_row_tile(w, vec)}) for w in SHARED_ROW_WIDTHS]
         for width, peeled in itertools.product(CHUNK_WIDTHS if recipe else (), peels):
             tile = chunk_tile(op, width, vec, peeled)
             if recipe == "chunk_sums":
@@ -472,8 +503,8 @@ class SumLevels:
 
 class RowsRun:
     """The reduction family over contiguous (m, n) matrices: whole rows in
-    registers, chunks in one grid kernel, or chunks combined by a second
-    kernel (module docstring)."""
+    registers or in shared memory, chunks in one grid kernel, or chunks
+    combined by a second kernel (module docstring)."""
 
     def __init__(self, op: str, kernels: Kernels, m: int, n: int, vec: int):
         self.op, self.m, self.n, self.vec = op, m, n, vec
@@ -482,6 +513,11 @@ class RowsRun:
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
         registered = registry.kernels(op)
         self.recipe = chunk_recipe(registered)
+        shared = _shared_row_width(op, dtype, m, n, vec, kernels.multiprocessors)
+        if shared is not None:
+            self.chunk = None
+            self.whole = kernels.get("shared_rows", dtype=dtype, **shared_row_tile(shared, vec))
+            return
         self.chunk = _chunk_width(op, m, n, vec, kernels.multiprocessors) if self.recipe else None
         if self.chunk is None:
             if n > max(row_widths(op)):

@@ -258,6 +258,13 @@ def _staged_position(span, i, j, n, vec):
     return T.truncdiv(span.lead + i * n + j, vec), T.truncmod(span.lead + i * n + j, vec)
 
 
+def in_run(span, position):
+    """Whether staging position `position` (lane k of staging vector v at v * vec
+    + k) holds an element of the run: kernels that work on a staged run in
+    place, whose elements need no row and column."""
+    return T.And(span.lead <= position, position < span.lead + span.length)
+
+
 def _wholly_inside(span, v, vec):
     """Whether staging vector v lies wholly inside the block's run."""
     return T.And(v * vec >= span.lead, (v + 1) * vec <= span.lead + span.length)
@@ -295,22 +302,49 @@ def _unstage_vector(staged, out_vectors, span, v, k):
 
 
 @T.macro
+def stage_run(x_vectors, x, staged, span, vectors):
+    """staged = the vectors covering `span`'s run of x (staged vector v is the
+    data's vector span.first + v; a run of at most `vectors` * vec elements
+    covers at most vectors + 1): each whole in the data loaded whole (16-byte
+    loads; elements outside the run, a neighbour's, are read and never used),
+    the data's last, partial vector element by element."""
+    vec = int(x_vectors.shape[1])
+    whole = x_vectors.shape[0]
+    for v, k in T.Parallel(vectors, vec):
+        _stage_vector(x_vectors, staged, span, v, k)
+    for k in T.Parallel(vec):
+        _stage_vector(x_vectors, staged, span, vectors, k)
+    for k in T.Parallel(vec):
+        if span.start <= T.Cast("int64", whole) * vec + k < span.start + span.length:
+            staged[whole - span.first, k] = x[_matrix_index(x.shape[1], T.Cast("int64", whole) * vec + k)]
+
+
+@T.macro
+def unstage_run(staged, out_vectors, out, span, vectors):
+    """The inverse of stage_run for the run's own elements: the vectors wholly
+    inside it (16-byte stores), then its elements in its first and last vectors
+    when those are not, one by one; a block writes nothing else."""
+    vec = int(out_vectors.shape[1])
+    for v, k in T.Parallel(vectors, vec):
+        _unstage_vector(staged, out_vectors, span, v, k)
+    for k in T.Parallel(vec):
+        _unstage_vector(staged, out_vectors, span, vectors, k)
+    last = T.truncdiv(span.lead + span.length - 1, vec)
+    for s, k in T.Parallel(2, vec):
+        # s = 0: the run's first vector, 1: its last (the same one in a short run).
+        if (span.lead <= s * last * vec + k < span.lead + span.length
+                and T.Not(_wholly_inside(span, s * last, vec))):
+            out[_matrix_index(out.shape[1], span.start - span.lead + s * last * vec + k)] = staged[s * last, k]
+
+
+@T.macro
 def _load_staged(x_vectors, x, tile, row, fill):
-    """load_rows of a staged tile: the vectors covering the block's run, whole
-    (16-byte loads; a neighbour's elements in the run's first and last vector
-    are read, never used), then the data's last, partial vector element by
-    element, then each row out of shared memory."""
+    """load_rows of a staged tile: the block's run into shared memory
+    (stage_run), then each row out of it."""
     m, n, vec, _, block_m, width, _ = _rows_geometry(tile, x_vectors, x)
     staged = _staging(tile, vec, x.dtype)
     span = block_span(row, block_m, m, n, vec)
-    whole = x_vectors.shape[0]
-    for v, k in T.Parallel(block_m * width // vec, vec):
-        _stage_vector(x_vectors, staged, span, v, k)
-    for k in T.Parallel(vec):
-        _stage_vector(x_vectors, staged, span, block_m * width // vec, k)
-    for k in T.Parallel(vec):
-        if span.start <= T.Cast("int64", whole) * vec + k < span.start + span.length:
-            staged[whole - span.first, k] = x[_matrix_index(n, T.Cast("int64", whole) * vec + k)]
+    stage_run(x_vectors, x, staged, span, block_m * width // vec)
     for i, j in T.Parallel(block_m, width):
         tile.body[i, j] = T.if_then_else(
             row + i < m and j < n, T.Cast("float32", staged[_staged_position(span, i, j, n, vec)]), fill)
@@ -318,26 +352,15 @@ def _load_staged(x_vectors, x, tile, row, fill):
 
 @T.macro
 def _store_staged(tile, out_vectors, out, row):
-    """store_rows of a staged tile: each row into shared memory, then the
-    vectors wholly inside the block's run (16-byte stores), then the run's
-    elements in its first and last vectors when those are not: a block writes
-    only its own elements."""
+    """store_rows of a staged tile: each row into shared memory, then the run
+    out of it (unstage_run)."""
     m, n, vec, _, block_m, width, _ = _rows_geometry(tile, out_vectors, out)
     staged = _staging(tile, vec, out.dtype)
     span = block_span(row, block_m, m, n, vec)
     for i, j in T.Parallel(block_m, width):
         if row + i < m and j < n:
             staged[_staged_position(span, i, j, n, vec)] = T.Cast(out.dtype, tile.body[i, j])
-    for v, k in T.Parallel(block_m * width // vec, vec):
-        _unstage_vector(staged, out_vectors, span, v, k)
-    for k in T.Parallel(vec):
-        _unstage_vector(staged, out_vectors, span, block_m * width // vec, k)
-    last = T.truncdiv(span.lead + span.length - 1, vec)
-    for s, k in T.Parallel(2, vec):
-        # s = 0: the run's first vector, 1: its last (the same one in a short run).
-        if (span.lead <= s * last * vec + k < span.lead + span.length
-                and T.Not(_wholly_inside(span, s * last, vec))):
-            out[_matrix_index(n, span.start - span.lead + s * last * vec + k)] = staged[s * last, k]
+    unstage_run(staged, out_vectors, out, span, block_m * width // vec)
 
 
 @T.macro
