@@ -147,6 +147,12 @@ def test_long_16_bit_rows_run_one_a_block_in_shared_memory_when_they_fill_the_gp
     assert [name for name, _ in launched((rows, 50257), "float32").launches] == ["grid"]
     assert [name for name, _ in launched((rows, 53249), "bfloat16").launches] == ["grid"]
     assert [name for name, _ in launched((rows - 1, 50257), "bfloat16").launches] == ["grid"]
+    # Misaligned data reads one element at a time (vec 1) and keeps the grid kernel.
+    kernels = RecordingKernels("bfloat16")
+    x = torch.randn(rows, 50257).to(torch.bfloat16)
+    run = backend.ReductionRun("softmax", plan_of(x, x), kernels, aligned=False)
+    backend.TileLangKernel("softmax", run).run(x, [x], 0)
+    assert [name for name, _ in kernels.launches] == ["grid"] and kernels.compiled[-1][1]["vec"] == 1
 
 
 def test_rows_of_any_length_are_read_in_vectors_and_their_edges_element_by_element():
