@@ -20,12 +20,12 @@ The regimes, as the CUDA backend has them:
 - reduction family, rows along a contiguous last axis ((m, n) matrices):
   rows that fit a block's registers (n <= 32768 for one input, 16384 for
   two) run whole, several short rows per block; softmax's 16-bit rows too
-  long for a block's registers but not for its shared memory run one a block
-  there, as loaded, when there are rows for several waves (`shared_rows`,
-  SHARED_ROW_WIDTHS); longer rows, or too few rows to fill the GPU, run in
-  chunks spread over every SM, combined by a second
-  kernel. softmax's and softmax_backward's chunks run in one kernel (`grid`)
-  when a row's chunks fit the blocks the GPU holds at once
+  long for a block's registers but not for its shared memory
+  (SHARED_ROW_WIDTH) run one a block there, as loaded, when there are at
+  least SHARED_ROWS_PER_SM rows an SM (`shared_rows`); longer rows, or too
+  few rows to fill the GPU, run in chunks spread over every SM, combined by a
+  second kernel. softmax's and softmax_backward's chunks run in one kernel
+  (`grid`) when a row's chunks fit the blocks the GPU holds at once
   (resident_blocks): each block keeps its chunk in registers across a grid
   barrier, one read and one write; longer rows take the chunk kernels
   (statistics or dot products, their combination, the writes: two reads).
@@ -92,15 +92,15 @@ COLUMN_WIDTHS = (16, 64, 256)
 COLUMN_TILE = (128, 2048)
 SUM_COLUMN_VECTOR_TILE = (256, 8192)
 # 16-bit rows longer than a block holds in registers (softmax: 32768
-# elements) and at most the widest of SHARED_ROW_WIDTHS run one row a block
-# staged in shared memory (softmax's `shared_rows`), in the narrowest width that
-# holds them, when there are SHARED_ROWS_PER_SM rows for every SM: a buffer of
-# width + threads 16-byte vectors, 108 KiB for 53248, two blocks an SM. Their
+# elements) and at most SHARED_ROW_WIDTH run one row a block staged in shared
+# memory (softmax's `shared_rows`), when there are SHARED_ROWS_PER_SM rows for
+# every SM: a buffer of width + threads 16-byte vectors, 108 KiB, two blocks an
+# SM. Their
 # chunks in the grid kernel (rounds of a load, a barrier and a store in series)
 # took 1.1-2.8x the time on an H100 (132..2671 rows of 32769..50257, 16-bit).
 # Shorter rows keep their f32 register tile: staged, 1024x32768 bf16 took 162
 # against 81 us.
-SHARED_ROW_WIDTHS = (53248,)
+SHARED_ROW_WIDTH = 53248
 SHARED_ROW_THREADS = 256
 SHARED_ROWS_PER_SM = 1
 SHARED_ROW_DTYPES = ("float16", "bfloat16")
@@ -227,17 +227,16 @@ def rows_per_round(m: int, splits: int, blocks: int) -> int:
     return min(m, blocks // splits)
 
 
-def shared_row_tile(width: int, vec: int) -> dict:
-    return {"width": width, "vec": vec, "threads": SHARED_ROW_THREADS}
+def shared_row_tile(vec: int) -> dict:
+    """The tile of softmax's shared_rows kernel: a row of up to SHARED_ROW_WIDTH."""
+    return {"width": SHARED_ROW_WIDTH, "vec": vec, "threads": SHARED_ROW_THREADS}
 
 
-def _shared_row_width(op: str, dtype: str, m: int, n: int, vec: int, sms: int) -> int | None:
-    """The width of op's shared_rows kernel for rows of n elements, or None when
-    they run otherwise (SHARED_ROW_WIDTHS)."""
-    if ("shared_rows" not in registry.kernels(op) or dtype not in SHARED_ROW_DTYPES or vec == 1
-            or m < SHARED_ROWS_PER_SM * sms or n <= max(row_widths(op))):
-        return None
-    return next((width for width in SHARED_ROW_WIDTHS if width >= n), None)
+def _in_shared_rows(op: str, dtype: str, m: int, n: int, vec: int, sms: int) -> bool:
+    """Whether op's rows of n elements run one a block in shared memory
+    (SHARED_ROW_WIDTH)."""
+    return ("shared_rows" in registry.kernels(op) and dtype in SHARED_ROW_DTYPES and vec > 1
+            and m >= SHARED_ROWS_PER_SM * sms and max(row_widths(op)) < n <= SHARED_ROW_WIDTH)
 
 
 def combine_tile() -> dict:
@@ -274,7 +273,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
                 found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(op, w, 1)})
                           for w in COLUMN_WIDTHS]
         if "shared_rows" in registered and dtype in SHARED_ROW_DTYPES and vec > 1:
-            found += [(op, "shared_rows", {"dtype": dtype, **shared_row_tile(w, vec)}) for w in SHARED_ROW_WIDTHS]
+            found.append((op, "shared_rows", {"dtype": dtype, **shared_row_tile(vec)}))
         for width, peeled in itertools.product(CHUNK_WIDTHS if recipe else (), peels):
             tile = chunk_tile(op, width, vec, peeled)
             if recipe == "chunk_sums":
@@ -513,10 +512,9 @@ class RowsRun:
         self.reduces = OPERATORS[op].kind == Kind.REDUCTION
         registered = registry.kernels(op)
         self.recipe = chunk_recipe(registered)
-        shared = _shared_row_width(op, dtype, m, n, vec, kernels.multiprocessors)
-        if shared is not None:
+        if _in_shared_rows(op, dtype, m, n, vec, kernels.multiprocessors):
             self.chunk = None
-            self.whole = kernels.get("shared_rows", dtype=dtype, **shared_row_tile(shared, vec))
+            self.whole = kernels.get("shared_rows", dtype=dtype, **shared_row_tile(vec))
             return
         self.chunk = _chunk_width(op, m, n, vec, kernels.multiprocessors) if self.recipe else None
         if self.chunk is None:
@@ -596,10 +594,10 @@ class RowsRun:
         """Launches the grid kernel, whose cells (rounds, rows_per_round, chunks,
         *GRID_CELL[recipe]) give its launch (softmax.py, softmax_backward.py);
         False when CUDA refuses its cooperative launch as more blocks than the
-        GPU holds at once (resident_blocks counts
-        what the kernel was compiled for; where the GPU holds fewer, CUDA refuses
-        rather than start a grid that would wait forever), after which this run
-        takes the chunked kernels."""
+        GPU holds at once (resident_blocks counts what the kernel was compiled
+        for; where the GPU holds fewer, CUDA refuses rather than start a grid
+        that would wait forever), after which this run takes the chunked
+        kernels."""
         rounds = math.ceil(self.m / self.rows_per_round)
         cells = torch.empty((rounds, self.rows_per_round, self.chunks, *GRID_CELL[self.recipe]),
                             dtype=torch.float32, device=out_views[0].device)
