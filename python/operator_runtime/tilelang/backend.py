@@ -95,9 +95,9 @@ SUM_COLUMN_VECTOR_TILE = (256, 8192)
 # elements) and at most SHARED_ROW_WIDTH run one row a block staged in shared
 # memory (softmax's `shared_rows`), when there are SHARED_ROWS_PER_SM rows for
 # every SM: a buffer of width + threads 16-byte vectors, 108 KiB, two blocks an
-# SM. Their
-# chunks in the grid kernel (rounds of a load, a barrier and a store in series)
-# took 1.1-2.8x the time on an H100 (132..2671 rows of 32769..50257, 16-bit).
+# SM. Their chunks in the grid kernel (rounds of a load, a barrier and a store
+# in series) took 1.1-2.8x the time on an H100 (132..2671 rows of
+# 32769..50257, 16-bit).
 # Shorter rows keep their f32 register tile: staged, 1024x32768 bf16 took 162
 # against 81 us.
 SHARED_ROW_WIDTH = 53248
@@ -232,11 +232,17 @@ def shared_row_tile(vec: int) -> dict:
     return {"width": SHARED_ROW_WIDTH, "vec": vec, "threads": SHARED_ROW_THREADS}
 
 
+def _has_shared_rows(op: str, dtype: str, vec: int) -> bool:
+    """Whether op has a shared_rows kernel for dtype read in vectors of vec:
+    16-bit dtypes in 16-byte vectors only."""
+    return "shared_rows" in registry.kernels(op) and dtype in SHARED_ROW_DTYPES and vec > 1
+
+
 def _in_shared_rows(op: str, dtype: str, m: int, n: int, vec: int, sms: int) -> bool:
     """Whether op's rows of n elements run one a block in shared memory
     (SHARED_ROW_WIDTH)."""
-    return ("shared_rows" in registry.kernels(op) and dtype in SHARED_ROW_DTYPES and vec > 1
-            and m >= SHARED_ROWS_PER_SM * sms and max(row_widths(op)) < n <= SHARED_ROW_WIDTH)
+    return (_has_shared_rows(op, dtype, vec) and m >= SHARED_ROWS_PER_SM * sms
+            and max(row_widths(op)) < n <= SHARED_ROW_WIDTH)
 
 
 def combine_tile() -> dict:
@@ -272,7 +278,7 @@ def variants(op: str, dtype: str) -> list[tuple[str, str, dict]]:
             if extra and vec == 1:  # the second level, summing f32 splits
                 found += [(op, "columns", {"dtype": "float32", "out_dtype": dtype, **column_tile(op, w, 1)})
                           for w in COLUMN_WIDTHS]
-        if "shared_rows" in registered and dtype in SHARED_ROW_DTYPES and vec > 1:
+        if _has_shared_rows(op, dtype, vec):
             found.append((op, "shared_rows", {"dtype": dtype, **shared_row_tile(vec)}))
         for width, peeled in itertools.product(CHUNK_WIDTHS if recipe else (), peels):
             tile = chunk_tile(op, width, vec, peeled)
