@@ -144,6 +144,31 @@ def test_runs_on_the_c_target(compiler, style, dtype, tmp_path):
         torch.testing.assert_close(out, expected, atol=tolerance.atol, rtol=tolerance.rtol, equal_nan=True)
 
 
+class BazelShard:
+    """pytest plugin for Bazel's test sharding (shard_count in ops/tilelang.bzl): shard
+    `index` of `total` keeps every total-th collected test from its index on, so each
+    (style, dtype) compilation runs in a shard of its own."""
+
+    def __init__(self, index: int, total: int):
+        self.index, self.total = index, total
+
+    def pytest_collection_modifyitems(self, config, items):
+        kept = items[self.index :: self.total]
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
+
+def _bazel_shard() -> list[BazelShard]:
+    """The sharding plugin when Bazel runs this test in shards, after telling Bazel
+    (TEST_SHARD_STATUS_FILE) that the test honours them."""
+    total = int(os.environ.get("TEST_TOTAL_SHARDS", "1"))
+    if total == 1:
+        return []
+    if os.environ.get("TEST_SHARD_STATUS_FILE"):
+        pathlib.Path(os.environ["TEST_SHARD_STATUS_FILE"]).touch()
+    return [BazelShard(int(os.environ["TEST_SHARD_INDEX"]), total)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", required=True)
@@ -154,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     junit_xml = os.environ.get("XML_OUTPUT_FILE")
     if junit_xml:
         command.append(f"--junitxml={junit_xml}")
-    return int(pytest.main(command))
+    return int(pytest.main(command, plugins=_bazel_shard()))
 
 
 if __name__ == "__main__":
