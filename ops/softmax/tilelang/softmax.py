@@ -157,7 +157,6 @@ def softmax_shared_rows(input_vectors, input, out_vectors, out, width, vec, thre
     # tile does (32768 elements), two blocks an SM.
     m = input.shape[0]
     lanes = threads * vec
-    steps = width // lanes + 1  # the staging buffer has width // vec + threads vectors
     with T.Kernel(m, threads=threads) as r:
         staged = T.alloc_shared((width // vec + threads, vec), input.dtype)
         piece = T.alloc_fragment((1, lanes), input.dtype)
@@ -171,6 +170,9 @@ def softmax_shared_rows(input_vectors, input, out_vectors, out, width, vec, thre
         T.annotate_layout({piece: lane_layout, lane_max: lane_layout, lane_sum: lane_layout})
         span = block_span(r, 1, m, input.shape[1], vec)
         stage_run(input_vectors, input, staged, span, width // vec)
+        # Steps over the staging vectors the row covers, not the whole buffer:
+        # a row shorter than the buffer skips positions that would be masked.
+        steps = T.ceildiv(span.lead + span.length, lanes)
         T.fill(lane_max, MINUS_INF)
         for step in T.serial(steps):
             load_piece(staged, piece, step)
