@@ -21,6 +21,7 @@ cannot lower, so their math is checked only by the GPU tests. Bazel's
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import pathlib
 import re
@@ -145,16 +146,22 @@ def test_runs_on_the_c_target(compiler, style, dtype, tmp_path):
 
 
 class BazelShard:
-    """pytest plugin for Bazel's test sharding (shard_count in ops/tilelang.bzl): shard
-    `index` of `total` keeps every total-th collected test from its index on, so each
-    (style, dtype) compilation runs in a shard of its own."""
+    """pytest plugin for Bazel's test sharding (shard_count in ops/tilelang.bzl): the
+    instances of each test function are dealt out in turn, the k-th to shard k % total,
+    so the six (style, dtype) compilations land in six shards whatever order the
+    functions are collected in."""
 
     def __init__(self, index: int, total: int):
         self.index, self.total = index, total
 
     def pytest_collection_modifyitems(self, config, items):
-        kept = items[self.index :: self.total]
-        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        dealt = collections.Counter()
+        kept, deselected = [], []
+        for item in items:
+            turn = dealt[item.originalname]
+            dealt[item.originalname] += 1
+            (kept if turn % self.total == self.index else deselected).append(item)
+        config.hook.pytest_deselected(items=deselected)
         items[:] = kept
 
 
