@@ -5,6 +5,7 @@ the Python-backend hook and the cost of a prepared run."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import inspect
 import math
@@ -888,6 +889,32 @@ def test_plan_of_a_destroyed_descriptor_raises():
     assert raised.value.args == (
         _C.OPRT_ERR_INVALID_ARG,
         "softmax: descriptor is null, destroyed or not a softmax descriptor")
+
+
+def test_prepare_checks_parameters_and_backend_as_the_other_forms_do():
+    x = torch.tensor([-2.0, 3.0])
+    for slope, message in ((True, "must be a number, got bool"), ("0.1", "must be a number, got str"),
+                           (torch.tensor(0.5), "must be a number, got Tensor"),
+                           (None, "must be a number, got NoneType"), (10**400, "does not fit a double")):
+        with pytest.raises(ort.InvalidArgumentError, match=f"relu: negative_slope .*{message}"):
+            ort.prepare_relu(torch.empty(2), x, slope)
+        with pytest.raises(ort.InvalidArgumentError, match=f"relu_backward: negative_slope .*{message}"):
+            ort.prepare_relu_backward(torch.empty(2), torch.ones(2), x, slope)
+    for backend in ("", 0, False):
+        with pytest.raises(ort.InvalidArgumentError, match=f"unknown backend {backend!r}"):
+            ort.prepare_relu(torch.empty(2), x, backend=backend)
+        with pytest.raises(ort.InvalidArgumentError, match=f"unknown backend {backend!r}"):
+            ort.relu(x, backend=backend)
+
+
+def test_prepared_refuses_copies_and_pickles_and_stays_usable():
+    x = torch.randn(4, 6)
+    prepared = ort.prepare_softmax(torch.empty(4, 6), x)
+    for duplicate in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="softmax: a Prepared cannot be copied or pickled"):
+            duplicate(prepared)
+    torch.testing.assert_close(prepared.run(), torch.softmax(x, -1))
+    prepared.destroy()
 
 
 def test_prepared_run_is_cheap():

@@ -179,7 +179,7 @@ def _resolution(
     them, what makes resolve's error for an op. The error is made only when
     raised: its message asks every backend whether it is available, and asking
     TileLang imports it (_publish_backend_table, at import, only needs the name)."""
-    name = backend or _default_backend or _backend_for_device(device)
+    name = backend if backend is not None else _default_backend or _backend_for_device(device)
     check_name(name)
     # One look at the registrations, which another thread may change meanwhile.
     python_backend = _python_backends.get(name)

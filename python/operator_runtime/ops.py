@@ -19,7 +19,7 @@ import inspect
 import numbers
 import textwrap
 import weakref
-from typing import Any, NamedTuple, Sequence
+from typing import Any, NamedTuple, NoReturn, Sequence
 
 import torch
 
@@ -41,10 +41,12 @@ from operator_runtime.operator_table import (
 
 def _param_values(info: OperatorInfo, params: dict[str, Any], first_input: torch.Tensor) -> list[float]:
     """params as the C ABI takes them (doubles), once a dim is known to be an axis
-    of first_input (library.check_axis)."""
+    of first_input (library.check_axis); other params checked as the other forms
+    check them (_number)."""
     library.check_axis(info, [first_input], [params[name] for name in info.param_names])
     return [
-        float(axis_value(info.name, params[name]) if name == AXIS_PARAM else params[name])
+        float(axis_value(info.name, params[name])) if name == AXIS_PARAM
+        else _number(info.name, name, params[name])
         for name in info.param_names
     ]
 
@@ -321,6 +323,20 @@ class Prepared:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.destroy()
+
+    def _refuse_copy(self) -> NoReturn:
+        # A copy would share the descriptor, which either one's destroy() releases.
+        raise TypeError(f"{self.op}: a Prepared cannot be copied or pickled; call "
+                        f"prepare_{self.op} again for another descriptor")
+
+    def __copy__(self) -> NoReturn:
+        self._refuse_copy()
+
+    def __deepcopy__(self, memo: dict) -> NoReturn:
+        self._refuse_copy()
+
+    def __reduce_ex__(self, protocol: int) -> NoReturn:
+        self._refuse_copy()
 
     def __repr__(self) -> str:
         state = "destroyed" if self._destroyed else f"workspace {self.workspace_size} B"
